@@ -1,0 +1,135 @@
+//! An ordered set of metric families built during one collection.
+
+use prometheus::proto::{Counter, Gauge, LabelPair, Metric, MetricFamily, MetricType};
+use std::collections::BTreeMap;
+
+/// How a family is typed in the exposition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricKind {
+    /// A value that goes up and down.
+    Gauge,
+    /// A monotonically increasing count; the name ends in `_total`.
+    Counter,
+    /// Constant 1 with identity labels; the name ends in `_info`.
+    Info,
+}
+
+/// Metric families keyed by name, so every family is written once, in name order.
+#[derive(Debug, Default, Clone)]
+pub struct MetricSet {
+    families: BTreeMap<String, (MetricKind, MetricFamily)>,
+}
+
+impl MetricSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one gauge sample.
+    pub fn gauge(&mut self, name: &str, help: &str, labels: &[(&str, &str)], value: f64) {
+        self.push(name, help, MetricKind::Gauge, labels, value, None);
+    }
+
+    /// Adds one counter sample; `name` must end in `_total`.
+    pub fn counter(&mut self, name: &str, help: &str, labels: &[(&str, &str)], value: f64) {
+        debug_assert!(name.ends_with("_total"), "counter {name} must end in _total");
+        self.push(name, help, MetricKind::Counter, labels, value, None);
+    }
+
+    /// Adds one info sample (value 1); `name` must end in `_info`.
+    pub fn info(&mut self, name: &str, help: &str, labels: &[(&str, &str)]) {
+        debug_assert!(name.ends_with("_info"), "info metric {name} must end in _info");
+        self.push(name, help, MetricKind::Info, labels, 1.0, None);
+    }
+
+    /// Adds one sample with an explicit timestamp (milliseconds since the epoch), for
+    /// history written by `simulate --history`.
+    pub fn push(
+        &mut self,
+        name: &str,
+        help: &str,
+        kind: MetricKind,
+        labels: &[(&str, &str)],
+        value: f64,
+        timestamp_ms: Option<i64>,
+    ) {
+        let (_, family) = self
+            .families
+            .entry(name.to_string())
+            .or_insert_with(|| (kind, new_family(name, help, kind)));
+        family.mut_metric().push(sample(kind, labels, value, timestamp_ms));
+    }
+
+    /// Moves every family of `other` into this set, keeping this set's help text.
+    pub fn merge(&mut self, other: MetricSet) {
+        for (name, (kind, mut family)) in other.families {
+            match self.families.get_mut(&name) {
+                Some((_, mine)) => mine.mut_metric().append(family.mut_metric()),
+                None => {
+                    self.families.insert(name, (kind, family));
+                }
+            }
+        }
+    }
+
+    /// The families in name order, with their kinds.
+    pub fn families(&self) -> impl Iterator<Item = (MetricKind, &MetricFamily)> {
+        self.families.values().map(|(kind, family)| (*kind, family))
+    }
+
+    /// Looks one family up by name (tests and the encoders use it).
+    pub fn get(&self, name: &str) -> Option<&MetricFamily> {
+        self.families.get(name).map(|(_, family)| family)
+    }
+
+    /// Number of samples across all families.
+    pub fn sample_count(&self) -> usize {
+        self.families
+            .values()
+            .map(|(_, family)| family.get_metric().len())
+            .sum()
+    }
+}
+
+fn new_family(name: &str, help: &str, kind: MetricKind) -> MetricFamily {
+    let mut family = MetricFamily::default();
+    family.set_name(name.to_string());
+    family.set_help(help.to_string());
+    family.set_field_type(match kind {
+        MetricKind::Counter => MetricType::COUNTER,
+        MetricKind::Gauge | MetricKind::Info => MetricType::GAUGE,
+    });
+    family
+}
+
+fn sample(kind: MetricKind, labels: &[(&str, &str)], value: f64, ts: Option<i64>) -> Metric {
+    let mut metric = Metric::default();
+    metric.set_label(
+        labels
+            .iter()
+            .map(|(name, value)| {
+                let mut pair = LabelPair::default();
+                pair.set_name(name.to_string());
+                pair.set_value(value.to_string());
+                pair
+            })
+            .collect(),
+    );
+    match kind {
+        MetricKind::Counter => {
+            let mut counter = Counter::default();
+            counter.set_value(value);
+            metric.set_counter(counter);
+        }
+        MetricKind::Gauge | MetricKind::Info => {
+            let mut gauge = Gauge::default();
+            gauge.set_value(value);
+            metric.set_gauge(gauge);
+        }
+    }
+    if let Some(ts) = ts {
+        metric.set_timestamp_ms(ts);
+    }
+    metric
+}

@@ -1,0 +1,89 @@
+//! The latest encoded collection, shared between the collection loop and the server.
+
+use bytes::Bytes;
+use std::sync::{Arc, OnceLock, RwLock};
+use std::time::{Duration, Instant};
+
+/// One collection, encoded once in each exposition format.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Text format 0.0.4.
+    pub text: Bytes,
+    /// OpenMetrics 1.0.0 text, ending in `# EOF`.
+    pub openmetrics: Bytes,
+    /// When the collection finished.
+    pub collected_at: Instant,
+    /// Whether every collector succeeded.
+    pub success: bool,
+    gzip_text: OnceLock<Bytes>,
+    gzip_openmetrics: OnceLock<Bytes>,
+}
+
+impl Snapshot {
+    /// A snapshot from already-encoded bodies.
+    pub fn new(text: Bytes, openmetrics: Bytes, success: bool) -> Self {
+        Self {
+            text,
+            openmetrics,
+            collected_at: Instant::now(),
+            success,
+            gzip_text: OnceLock::new(),
+            gzip_openmetrics: OnceLock::new(),
+        }
+    }
+
+    /// The gzip-compressed body, compressed at most once per snapshot.
+    pub fn gzipped(&self, openmetrics: bool) -> Bytes {
+        let (cell, body) = if openmetrics {
+            (&self.gzip_openmetrics, &self.openmetrics)
+        } else {
+            (&self.gzip_text, &self.text)
+        };
+        cell.get_or_init(|| gzip(body)).clone()
+    }
+}
+
+fn gzip(body: &[u8]) -> Bytes {
+    use flate2::{write::GzEncoder, Compression};
+    use std::io::Write;
+    let mut encoder = GzEncoder::new(Vec::with_capacity(body.len() / 4), Compression::fast());
+    encoder
+        .write_all(body)
+        .expect("writing to a Vec cannot fail");
+    Bytes::from(encoder.finish().expect("writing to a Vec cannot fail"))
+}
+
+/// Holds the latest snapshot and when a collection last succeeded.
+#[derive(Debug, Default)]
+pub struct SnapshotStore {
+    latest: RwLock<Option<Arc<Snapshot>>>,
+    last_success: RwLock<Option<Instant>>,
+}
+
+impl SnapshotStore {
+    /// An empty store: not ready until the first collection.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Publishes a new snapshot.
+    pub fn publish(&self, snapshot: Snapshot) {
+        if snapshot.success {
+            *self.last_success.write().expect("lock poisoned") = Some(snapshot.collected_at);
+        }
+        *self.latest.write().expect("lock poisoned") = Some(Arc::new(snapshot));
+    }
+
+    /// The latest snapshot, if any collection has finished.
+    pub fn latest(&self) -> Option<Arc<Snapshot>> {
+        self.latest.read().expect("lock poisoned").clone()
+    }
+
+    /// True when a collection succeeded within `window` (three intervals for `/-/ready`).
+    pub fn succeeded_within(&self, window: Duration) -> bool {
+        self.last_success
+            .read()
+            .expect("lock poisoned")
+            .is_some_and(|at| at.elapsed() <= window)
+    }
+}
