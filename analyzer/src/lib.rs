@@ -1,1 +1,5 @@
+//! poolprof-analyzer: periodicity, forecasts and co-location scores for GPU workloads.
+//!
+//! Data flows source → analysis → sink.
 
+pub mod series;
