@@ -19,6 +19,8 @@ pub mod utilization;
 pub mod xid;
 
 #[cfg(test)]
+mod sim_tests;
+#[cfg(test)]
 pub(crate) mod test_device;
 
 use crate::backend::{Backend, Device};
