@@ -6,3 +6,4 @@ pub mod backend;
 pub mod collector;
 pub mod registry;
 pub mod server;
+pub mod workload;
