@@ -5,4 +5,5 @@
 pub mod backend;
 pub mod collector;
 pub mod registry;
+pub mod simulate;
 pub mod workload;
