@@ -202,7 +202,7 @@ fn failing_gpu_is_down_and_absent_in_its_window() {
         let expected = if (10..310).contains(&t) { 0.0 } else { 1.0 };
         assert_eq!(*value, expected, "gpu_up at scenario second {t}");
     }
-    let power = series(&all, &format!("poolprof_gpu_power_usage_watts{{gpu=\"4\""));
+    let power = series(&all, "poolprof_gpu_power_usage_watts{gpu=\"4\"");
     assert!(power.keys().all(|ts| !(10..310).contains(&(ts - start))));
     assert!(power.contains_key(&start) && power.contains_key(&(start + 315)));
     let xid = series(&all, "poolprof_gpu_xid_errors_total{");
