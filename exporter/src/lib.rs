@@ -9,4 +9,5 @@ pub mod collector;
 pub mod logging;
 pub mod registry;
 pub mod server;
+pub mod simulate;
 pub mod workload;
