@@ -5,3 +5,6 @@
 pub mod backend;
 pub mod collector;
 pub mod registry;
+pub mod server;
+pub mod simulate;
+pub mod workload;
