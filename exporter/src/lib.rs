@@ -4,5 +4,6 @@
 
 pub mod backend;
 pub mod collector;
+pub mod kernels;
 pub mod registry;
 pub mod workload;
