@@ -5,3 +5,4 @@
 pub mod backend;
 pub mod collector;
 pub mod registry;
+pub mod workload;
