@@ -408,3 +408,37 @@ fn single_uuid(api: &ApiClient, promql: &str) -> String {
     assert_eq!(rows.len(), 1, "{promql}: {rows:?}");
     rows[0].label("uuid").to_string()
 }
+
+/// The checks above must be able to fail: a metric that is absent, missing on a GPU,
+/// without a label or out of range is reported.
+#[test]
+fn coverage_check_reports_what_is_missing() {
+    let row = |uuid: &str, value: f64| Sample {
+        labels: [("gpu", "0"), ("uuid", uuid), ("clock", "sm")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        value,
+    };
+    let up: BTreeSet<String> = ["GPU-a", "GPU-b"].map(String::from).into();
+    let mig: BTreeSet<String> = ["GPU-b"].map(String::from).into();
+    let clock = every("poolprof_gpu_clock_hz", &["clock"]);
+    let ratio = whole("poolprof_gpu_sm_active_ratio", &["kind"]);
+
+    assert!(check_metric(&clock, &[row("GPU-a", 1e9), row("GPU-b", 1e9)], &up, &mig).is_empty());
+    assert_eq!(
+        check_metric(&clock, &[], &up, &mig),
+        vec!["poolprof_gpu_clock_hz: absent"]
+    );
+    let one_missing = check_metric(&clock, &[row("GPU-a", 1e9)], &up, &mig);
+    assert!(
+        one_missing[0].contains("absent on GPUs that are up: [\"GPU-b\"]"),
+        "{one_missing:?}"
+    );
+    // MIG GPUs need not carry whole-GPU metrics, but labels and ranges still count.
+    let problems = check_metric(&ratio, &[row("GPU-a", 1.5)], &up, &mig);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].contains("without label kind"), "{problems:?}");
+    assert!(problems[1].contains("outside 0–1"), "{problems:?}");
+    assert!(!check_metric(&clock, &[row("not-a-uuid", 1e9)], &up, &mig).is_empty());
+}
