@@ -6,6 +6,7 @@
 //! the GPU stopped answering (its `poolprof_gpu_up` goes to 0).
 
 pub mod nvml;
+pub mod sim;
 pub mod types;
 
 pub use types::*;

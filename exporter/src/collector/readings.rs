@@ -51,3 +51,77 @@ impl Readings {
         Err(CollectError { collector, message })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collector::test_device::TestDevice;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn unsupported_is_logged_once_per_gpu_and_field() {
+        let logs = Captured::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::DEBUG)
+            .finish();
+        let (a, b) = (TestDevice::healthy(0).gpu(), TestDevice::healthy(1).gpu());
+        let mut readings = Readings::default();
+        tracing::subscriber::with_default(subscriber, || {
+            for _ in 0..3 {
+                assert_eq!(
+                    readings.take::<u8>(&a, "energy", Err(ReadError::NotSupported)),
+                    None
+                );
+            }
+            readings.take::<u8>(&b, "energy", Err(ReadError::NotSupported));
+            readings.take::<u8>(&a, "ecc", Err(ReadError::NotSupported));
+            assert_eq!(readings.take(&a, "ecc", Ok(5u8)), Some(5));
+        });
+        let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.matches("not supported").count(), 3, "{text}");
+        assert!(
+            readings.finish("test").is_ok(),
+            "unsupported is not a failure"
+        );
+    }
+
+    #[test]
+    fn failures_are_reported_once_then_cleared() {
+        let gpu = TestDevice::healthy(2).gpu();
+        let mut readings = Readings::default();
+        readings.take::<u8>(
+            &gpu,
+            "power",
+            Err(ReadError::Failed("Unknown Error".into())),
+        );
+        readings.take::<u8>(&gpu, "clocks", Err(ReadError::GpuLost("gone".into())));
+        let err = readings.finish("power").unwrap_err();
+        assert_eq!(err.collector, "power");
+        assert!(
+            err.message
+                .contains("GPU 2 (GPU-test-2) power: Unknown Error"),
+            "{}",
+            err.message
+        );
+        assert!(
+            !err.message.contains("clocks"),
+            "a lost GPU is the runner's business"
+        );
+        assert!(readings.finish("power").is_ok());
+    }
+}

@@ -492,6 +492,51 @@ mod tests {
     }
 
     #[test]
+    fn published_names_are_exactly_the_documented_lists() {
+        use crate::backend::{Memory, MigInstance};
+        use crate::collector::{DEVICE_METRICS, EXPORTER_METRICS, MIG_METRICS};
+        let backend = TestBackend::healthy(1);
+        backend.xids.lock().unwrap().push(crate::backend::XidEvent {
+            uuid: "GPU-test-0".into(),
+            xid: 48,
+        });
+        let memory = Memory {
+            total_bytes: 10,
+            used_bytes: 4,
+            free_bytes: 6,
+            reserved_bytes: None,
+        };
+        let gpm = crate::collector::test_device::Fields::healthy(0)
+            .gpm
+            .unwrap();
+        let instance = MigInstance {
+            gpu_instance_id: 1,
+            profile: "1g.10gb".into(),
+            memory: Some(memory),
+            gpm: Some(gpm),
+        };
+        backend.devices[0].set(|f| f.mig = Ok(vec![instance]));
+        let set = collection(&backend).collect_once();
+        let mut published: Vec<&str> = set.families().map(|(_, f)| f.name()).collect();
+        let mut documented: Vec<&str> = [DEVICE_METRICS, MIG_METRICS, EXPORTER_METRICS].concat();
+        published.sort_unstable();
+        documented.sort_unstable();
+        assert_eq!(published, documented);
+        for name in DEVICE_METRICS.iter().chain(MIG_METRICS) {
+            let family = set.get(name).unwrap();
+            let labelled = |m: &prometheus::proto::Metric| {
+                ["gpu", "uuid"]
+                    .iter()
+                    .all(|l| m.get_label().iter().any(|p| p.name() == *l))
+            };
+            assert!(
+                family.get_metric().iter().all(labelled),
+                "{name} lacks gpu/uuid"
+            );
+        }
+    }
+
+    #[test]
     fn spawned_collection_publishes_until_stopped() {
         let backend = TestBackend::healthy(1);
         let store = Arc::new(SnapshotStore::new());
