@@ -7,7 +7,8 @@
 #   SCENARIO=exporter/scenarios/demo.toml bash deploy/local/up.sh
 #
 # Ports (override by environment): EXPORTER_PORT=19400 PROMETHEUS_PORT=19090
-# PUSHGATEWAY_PORT=19091. Data lives in a temporary directory removed on exit.
+# PUSHGATEWAY_PORT=19091; POOLPROF_EXPORTER=path runs that binary instead of building
+# target/debug/poolprof-exporter. Data lives in a temporary directory removed on exit.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -31,9 +32,13 @@ for port in "$EXPORTER_PORT" "$PROMETHEUS_PORT" "$PUSHGATEWAY_PORT"; do
   fi
 done
 
-echo "building poolprof-exporter…"
-cargo build --quiet -p poolprof-exporter --bins || die "the build failed (above)"
-exporter=target/debug/poolprof-exporter
+exporter=${POOLPROF_EXPORTER:-}
+if [ -z "$exporter" ]; then
+  echo "building poolprof-exporter…"
+  cargo build --quiet -p poolprof-exporter --bins || die "the build failed (above)"
+  exporter=target/debug/poolprof-exporter
+fi
+[ -x "$exporter" ] || die "$exporter is not an executable"
 
 work=$(mktemp -d -t poolprof-local-XXXXXX)
 pids=()
@@ -43,7 +48,8 @@ cleanup() {
   wait 2>/dev/null || true
   rm -rf "$work"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'cleanup; exit 130' INT TERM
 
 if [ -n "${SCENARIO:-}" ]; then
   gpus=(--scenario "$SCENARIO")
