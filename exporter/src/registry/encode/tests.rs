@@ -253,3 +253,24 @@ fn promtool_backfills_the_openmetrics_output() {
         String::from_utf8_lossy(&output.stderr)
     );
 }
+
+proptest::proptest! {
+    #[test]
+    fn any_label_value_and_float_round_trips_through_openmetrics(
+        value in "\\PC*|[\\\\\"\n]{0,8}",
+        number in proptest::num::f64::ANY,
+    ) {
+        let mut set = MetricSet::new();
+        set.gauge("poolprof_test_ratio", "Test.", &[("workload", &value)], number);
+        let body = String::from_utf8(openmetrics(&set).to_vec()).unwrap();
+        let lines = samples(body.trim_end_matches("# EOF\n"));
+        proptest::prop_assert_eq!(lines.len(), 1);
+        proptest::prop_assert_eq!(&lines[0].labels[0].1, &value);
+        let parsed = match lines[0].value.as_str() {
+            "+Inf" => f64::INFINITY,
+            "-Inf" => f64::NEG_INFINITY,
+            other => other.parse::<f64>().unwrap(),
+        };
+        proptest::prop_assert!(parsed == number || (parsed.is_nan() && number.is_nan()));
+    }
+}
