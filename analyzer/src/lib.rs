@@ -2,4 +2,5 @@
 //!
 //! Data flows source → analysis → sink.
 
+pub mod analysis;
 pub mod series;
