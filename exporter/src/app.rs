@@ -59,6 +59,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
     let options = ServerOptions {
         max_requests: args.max_requests as usize,
         web_config,
+        ..ServerOptions::default()
     };
     let server = Server::new(options, routes)?;
     let backend = open_backend(&args.gpu_source())?;

@@ -254,3 +254,40 @@ fn sigterm_stops_cleanly_with_exit_0() {
         "port released"
     );
 }
+
+#[test]
+fn simulate_subcommand_writes_openmetrics_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("history.om");
+    let output = run(
+        exporter()
+            .args([
+                "simulate",
+                "--history",
+                "5m",
+                "--step",
+                "15s",
+                "--simulate",
+                "2",
+                "--output",
+            ])
+            .arg(&file),
+        Duration::from_secs(60),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let history = std::fs::read_to_string(&file).unwrap();
+    assert!(history.ends_with("# EOF\n"));
+    assert!(
+        history.contains("poolprof_gpu_up{"),
+        "GPU series in the history"
+    );
+}
+
+#[test]
+fn simulate_subcommand_refuses_serve_flags() {
+    let output = run(
+        exporter().args(["--web.max-requests", "3", "simulate", "--output", "x.om"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
