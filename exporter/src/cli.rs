@@ -92,11 +92,13 @@ pub struct ServeArgs {
     #[arg(long = "scenario", env = "POOLPROF_SCENARIO", value_name = "FILE")]
     pub scenario: Option<PathBuf>,
 
-    /// Unix socket where injected applications send kernel statistics.
+    /// Unix socket where injected applications send kernel statistics. When the
+    /// default path cannot be used (not root), kernel metrics are off with a warning;
+    /// a path given explicitly must work.
     #[arg(
         long = "kernels.socket-path",
         env = "POOLPROF_KERNELS_SOCKET_PATH",
-        default_value = "/run/poolprof/inject.sock",
+        default_value = crate::kernels::DEFAULT_SOCKET_PATH,
         value_name = "PATH"
     )]
     pub kernels_socket_path: PathBuf,
