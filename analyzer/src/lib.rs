@@ -3,4 +3,6 @@
 //! Data flows source → analysis → sink.
 
 pub mod analysis;
+pub mod offline;
 pub mod series;
+pub mod source;

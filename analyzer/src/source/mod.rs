@@ -1,0 +1,3 @@
+//! Where series come from: Prometheus-compatible servers and files.
+
+pub mod file;
