@@ -310,7 +310,8 @@ async fn a_client_that_sends_nothing_is_dropped() {
     let server = start(options, routes(true));
     let mut silent = tokio::net::TcpStream::connect(server.addr).await.unwrap();
     let mut buffer = Vec::new();
-    let closed = tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut buffer)).await;
+    let closed =
+        tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut buffer)).await;
     assert!(closed.is_ok(), "the server closes a silent connection");
     server.stop().await;
 }
