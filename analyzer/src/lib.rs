@@ -2,4 +2,13 @@
 //!
 //! Data flows source → analysis → sink.
 
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod error;
+pub mod pipeline;
+pub mod retry;
 pub mod series;
+pub mod shard;
+pub mod sink;
+pub mod source;

@@ -1,0 +1,3 @@
+//! Where series come from.
+
+pub mod prometheus;
