@@ -344,7 +344,7 @@ pub fn default_signals() -> Vec<Signal> {
             "poolprof_gpu_memory_used_bytes",
             Some("max by (uuid) (poolprof_gpu_memory_total_bytes)"),
         ),
-        gpu("power", "avg", "poolprof_gpu_power_watts", None),
+        gpu("power", "avg", "poolprof_gpu_power_usage_watts", None),
         on_workload_gpus("sm_active", "poolprof_gpu_sm_active_ratio"),
         on_workload_gpus(
             "tensor_active",

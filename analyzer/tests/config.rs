@@ -36,7 +36,7 @@ fn defaults_query_the_exporter_metrics_per_gpu_and_per_workload() {
         ("dram_active", "poolprof_gpu_dram_active_ratio"),
         ("utilization", "poolprof_gpu_utilization_ratio"),
         ("memory_used", "poolprof_gpu_memory_used_bytes"),
-        ("power", "poolprof_gpu_power_watts"),
+        ("power", "poolprof_gpu_power_usage_watts"),
     ] {
         let s = gpu
             .iter()
