@@ -5,3 +5,5 @@
 pub mod backend;
 pub mod collector;
 pub mod registry;
+pub mod server;
+pub mod workload;

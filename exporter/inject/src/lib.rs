@@ -1,1 +1,17 @@
+//! poolprof-inject: the CUPTI injection library (`CUDA_INJECTION64_PATH`) and the wire
+//! protocol it shares with `poolprof-exporter`.
+//!
+//! The exporter only uses [`wire`]; the rest runs inside the profiled process:
+//! CUPTI delivers activity buffers ([`buffers`], [`cupti`]), their records
+//! ([`records`]) are aggregated ([`aggregate`]) and a background thread ships the
+//! aggregates to the exporter's socket ([`sender`]), configured by environment
+//! variables ([`config`]). [`injection`] is the entry point CUDA calls.
 
+pub mod aggregate;
+pub mod buffers;
+pub mod config;
+pub mod cupti;
+pub mod injection;
+pub mod records;
+pub mod sender;
+pub mod wire;

@@ -5,6 +5,8 @@
 //! has no such field" (the series is absent, not zero); `Err(ReadError::GpuLost)` means
 //! the GPU stopped answering (its `poolprof_gpu_up` goes to 0).
 
+pub mod nvml;
+pub mod sim;
 pub mod types;
 
 pub use types::*;

@@ -33,13 +33,19 @@ impl MetricSet {
 
     /// Adds one counter sample; `name` must end in `_total`.
     pub fn counter(&mut self, name: &str, help: &str, labels: &[(&str, &str)], value: f64) {
-        debug_assert!(name.ends_with("_total"), "counter {name} must end in _total");
+        debug_assert!(
+            name.ends_with("_total"),
+            "counter {name} must end in _total"
+        );
         self.push(name, help, MetricKind::Counter, labels, value, None);
     }
 
     /// Adds one info sample (value 1); `name` must end in `_info`.
     pub fn info(&mut self, name: &str, help: &str, labels: &[(&str, &str)]) {
-        debug_assert!(name.ends_with("_info"), "info metric {name} must end in _info");
+        debug_assert!(
+            name.ends_with("_info"),
+            "info metric {name} must end in _info"
+        );
         self.push(name, help, MetricKind::Info, labels, 1.0, None);
     }
 
@@ -58,7 +64,9 @@ impl MetricSet {
             .families
             .entry(name.to_string())
             .or_insert_with(|| (kind, new_family(name, help, kind)));
-        family.mut_metric().push(sample(kind, labels, value, timestamp_ms));
+        family
+            .mut_metric()
+            .push(sample(kind, labels, value, timestamp_ms));
     }
 
     /// Moves every family of `other` into this set, keeping this set's help text.

@@ -4,6 +4,7 @@
 //! [`Snapshot`] and swaps it into the [`SnapshotStore`]; the HTTP server only reads
 //! encoded bytes, so a scrape never touches NVML.
 
+pub mod encode;
 pub mod metric_set;
 pub mod snapshot;
 

@@ -1,0 +1,244 @@
+//! Settings of the injection library, read from environment variables.
+//!
+//! | variable | default | meaning |
+//! | --- | --- | --- |
+//! | `POOLPROF_INJECT` | `on` | `off` makes the library step aside silently |
+//! | `POOLPROF_INJECT_SOCKET` | `/run/poolprof/inject.sock` | the exporter's socket |
+//! | `POOLPROF_INJECT_INTERVAL_MS` | `1000` | milliseconds between reports (100–60000) |
+//! | `POOLPROF_INJECT_DUTY` | `always` | kernel tracing duty cycle: `always` or `TRACE_MS/PERIOD_MS` |
+//! | `POOLPROF_INJECT_BUFFER_KB` | `2048` | size of one CUPTI activity buffer (64–65536) |
+//! | `POOLPROF_INJECT_BUFFERS` | `8` | activity buffers in the pool (2–64); when all are busy CUPTI drops records |
+//! | `POOLPROF_INJECT_MAX_KERNELS` | `2048` | distinct kernels kept per interval (16–65536); the rest are folded |
+//! | `POOLPROF_WORKLOAD` | unset | the `workload` label, sent to the exporter |
+
+use crate::wire::{DutyCycle, MAX_LABEL_BYTES};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Socket used when `POOLPROF_INJECT_SOCKET` is unset.
+pub const DEFAULT_SOCKET: &str = "/run/poolprof/inject.sock";
+
+/// Validated settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// Whether the library should do anything at all.
+    pub enabled: bool,
+    /// Path of the exporter's Unix socket.
+    pub socket: PathBuf,
+    /// Time between reports.
+    pub interval: Duration,
+    /// Kernel tracing duty cycle.
+    pub duty: DutyCycle,
+    /// Bytes in one activity buffer.
+    pub buffer_bytes: usize,
+    /// Number of activity buffers.
+    pub buffers: usize,
+    /// Distinct (device, kernel) pairs kept per interval.
+    pub max_kernels: usize,
+    /// `POOLPROF_WORKLOAD`, if set and not empty.
+    pub workload: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            socket: PathBuf::from(DEFAULT_SOCKET),
+            interval: Duration::from_millis(1000),
+            duty: DutyCycle::Always,
+            buffer_bytes: 2048 * 1024,
+            buffers: 8,
+            max_kernels: 2048,
+            workload: None,
+        }
+    }
+}
+
+/// A variable with a value the library cannot use.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{var}={value:?} is invalid: {expected}")]
+pub struct ConfigError {
+    /// The variable.
+    pub var: &'static str,
+    /// Its value.
+    pub value: String,
+    /// What a valid value looks like.
+    pub expected: String,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Self::from_lookup(|var| std::env::var(var).ok())
+    }
+
+    /// Reads settings through `lookup` (the environment, or a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let d = Config::default();
+        let get = |var: &'static str| lookup(var).map(|v| (var, v.trim().to_string()));
+        Ok(Config {
+            enabled: match get("POOLPROF_INJECT") {
+                None => true,
+                Some((var, v)) => parse_switch(var, &v)?,
+            },
+            socket: match get("POOLPROF_INJECT_SOCKET") {
+                None => d.socket,
+                Some((var, v)) => parse_socket(var, &v)?,
+            },
+            interval: match get("POOLPROF_INJECT_INTERVAL_MS") {
+                None => d.interval,
+                Some((var, v)) => Duration::from_millis(parse_range(var, &v, 100, 60_000)?),
+            },
+            duty: match get("POOLPROF_INJECT_DUTY") {
+                None => d.duty,
+                Some((var, v)) => parse_duty(var, &v)?,
+            },
+            buffer_bytes: match get("POOLPROF_INJECT_BUFFER_KB") {
+                None => d.buffer_bytes,
+                Some((var, v)) => parse_range(var, &v, 64, 65_536)? as usize * 1024,
+            },
+            buffers: match get("POOLPROF_INJECT_BUFFERS") {
+                None => d.buffers,
+                Some((var, v)) => parse_range(var, &v, 2, 64)? as usize,
+            },
+            max_kernels: match get("POOLPROF_INJECT_MAX_KERNELS") {
+                None => d.max_kernels,
+                Some((var, v)) => parse_range(var, &v, 16, 65_536)? as usize,
+            },
+            workload: lookup("POOLPROF_WORKLOAD")
+                .map(|w| crate::wire::truncate_utf8(w.trim(), MAX_LABEL_BYTES).to_string())
+                .filter(|w| !w.is_empty()),
+        })
+    }
+}
+
+fn invalid(var: &'static str, value: &str, expected: &str) -> ConfigError {
+    ConfigError {
+        var,
+        value: value.to_string(),
+        expected: expected.to_string(),
+    }
+}
+
+fn parse_switch(var: &'static str, v: &str) -> Result<bool, ConfigError> {
+    match v.to_ascii_lowercase().as_str() {
+        "" | "1" | "on" | "true" | "yes" => Ok(true),
+        "0" | "off" | "false" | "no" => Ok(false),
+        _ => Err(invalid(var, v, "use on or off")),
+    }
+}
+
+fn parse_socket(var: &'static str, v: &str) -> Result<PathBuf, ConfigError> {
+    // sockaddr_un holds 108 bytes including the terminating NUL.
+    if v.is_empty() || !v.starts_with('/') || v.len() > 107 || v.contains('\0') {
+        return Err(invalid(var, v, "an absolute path of at most 107 bytes"));
+    }
+    Ok(PathBuf::from(v))
+}
+
+fn parse_range(var: &'static str, v: &str, min: u64, max: u64) -> Result<u64, ConfigError> {
+    v.parse::<u64>()
+        .ok()
+        .filter(|n| (min..=max).contains(n))
+        .ok_or_else(|| invalid(var, v, &format!("an integer from {min} to {max}")))
+}
+
+fn parse_duty(var: &'static str, v: &str) -> Result<DutyCycle, ConfigError> {
+    const EXPECTED: &str =
+        "always, or TRACE_MS/PERIOD_MS with 1 <= TRACE_MS < PERIOD_MS <= 600000 (e.g. 100/1000)";
+    if v.eq_ignore_ascii_case("always") {
+        return Ok(DutyCycle::Always);
+    }
+    let (trace, period) = v.split_once('/').ok_or_else(|| invalid(var, v, EXPECTED))?;
+    match (trace.trim().parse::<u32>(), period.trim().parse::<u32>()) {
+        (Ok(t), Ok(p)) if t >= 1 && t < p && p <= 600_000 => Ok(DutyCycle::Sampled {
+            trace_ms: t,
+            period_ms: p,
+        }),
+        (Ok(t), Ok(p)) if t >= 1 && t == p => Ok(DutyCycle::Always),
+        _ => Err(invalid(var, v, EXPECTED)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn defaults_without_variables() {
+        assert_eq!(config(&[]).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn every_variable_is_read() {
+        let c = config(&[
+            ("POOLPROF_INJECT", "on"),
+            ("POOLPROF_INJECT_SOCKET", "/tmp/x.sock"),
+            ("POOLPROF_INJECT_INTERVAL_MS", "250"),
+            ("POOLPROF_INJECT_DUTY", "100/1000"),
+            ("POOLPROF_INJECT_BUFFER_KB", "512"),
+            ("POOLPROF_INJECT_BUFFERS", "4"),
+            ("POOLPROF_INJECT_MAX_KERNELS", "64"),
+            ("POOLPROF_WORKLOAD", " team/job "),
+        ])
+        .unwrap();
+        assert_eq!(c.socket, PathBuf::from("/tmp/x.sock"));
+        assert_eq!(c.interval, Duration::from_millis(250));
+        assert_eq!(
+            c.duty,
+            DutyCycle::Sampled {
+                trace_ms: 100,
+                period_ms: 1000
+            }
+        );
+        assert_eq!(c.buffer_bytes, 512 * 1024);
+        assert_eq!(c.buffers, 4);
+        assert_eq!(c.max_kernels, 64);
+        assert_eq!(c.workload.as_deref(), Some("team/job"));
+    }
+
+    #[test]
+    fn off_disables_and_empty_workload_is_none() {
+        let c = config(&[("POOLPROF_INJECT", "off"), ("POOLPROF_WORKLOAD", "  ")]).unwrap();
+        assert!(!c.enabled);
+        assert_eq!(c.workload, None);
+    }
+
+    #[test]
+    fn bad_values_name_the_variable_and_the_fix() {
+        for (var, value) in [
+            ("POOLPROF_INJECT", "maybe"),
+            ("POOLPROF_INJECT_SOCKET", "relative.sock"),
+            ("POOLPROF_INJECT_SOCKET", &format!("/{}", "a".repeat(120))),
+            ("POOLPROF_INJECT_INTERVAL_MS", "5"),
+            ("POOLPROF_INJECT_INTERVAL_MS", "1s"),
+            ("POOLPROF_INJECT_DUTY", "1000/100"),
+            ("POOLPROF_INJECT_DUTY", "0/100"),
+            ("POOLPROF_INJECT_DUTY", "half"),
+            ("POOLPROF_INJECT_BUFFERS", "65"),
+            ("POOLPROF_INJECT_MAX_KERNELS", "-1"),
+        ] {
+            let err = config(&[(var, value)]).unwrap_err();
+            assert_eq!(err.var, var);
+            let msg = err.to_string();
+            assert!(msg.starts_with(var), "{msg}");
+        }
+    }
+
+    #[test]
+    fn duty_equal_trace_and_period_means_always() {
+        let c = config(&[("POOLPROF_INJECT_DUTY", "200/200")]).unwrap();
+        assert_eq!(c.duty, DutyCycle::Always);
+        let c = config(&[("POOLPROF_INJECT_DUTY", "ALWAYS")]).unwrap();
+        assert_eq!(c.duty, DutyCycle::Always);
+    }
+}

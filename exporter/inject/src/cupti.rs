@@ -1,0 +1,325 @@
+//! The CUPTI side: loading, activity callbacks and the duty cycle.
+//!
+//! CUPTI is loaded at run time through cudarc's dynamic loading. cudarc panics on a
+//! missing library or symbol, so [`start`] first checks that every symbol it will
+//! call exists and refuses to go on otherwise. Callbacks never unwind into CUPTI and
+//! never block an application thread: buffers come from a lock-free pool, and the
+//! aggregate's lock is only taken by CUPTI's delivery thread and by our sender.
+
+use crate::aggregate::Aggregator;
+use crate::buffers::BufferPool;
+use crate::config::Config;
+use crate::records::{parse, Record};
+use crate::sender::Source;
+use crate::wire::DutyCycle;
+use cudarc::cupti::result::{activity, CuptiError};
+use cudarc::cupti::sys::{
+    self as cupti_sys, CUptiResult, CUpti_Activity, CUpti_ActivityFlag, CUpti_ActivityKind,
+};
+use cudarc::driver::sys::{self as driver_sys, CUcontext};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+const KERNEL: CUpti_ActivityKind = CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+const KINDS: [CUpti_ActivityKind; 3] = [
+    KERNEL,
+    CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
+    CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
+];
+const CUPTI_SYMBOLS: [&str; 6] = [
+    "cuptiActivityRegisterCallbacks",
+    "cuptiActivityEnable",
+    "cuptiActivityDisable",
+    "cuptiActivityFlushAll",
+    "cuptiActivityGetNextRecord",
+    "cuptiActivityGetNumDroppedRecords",
+];
+const DRIVER_SYMBOLS: [&str; 2] = ["cuDeviceGet", "cuDeviceGetUuid_v2"];
+
+/// Why the library steps aside.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// libcupti could not be loaded.
+    #[error("CUPTI (libcupti.so) not found; add its directory (e.g. /usr/local/cuda/extras/CUPTI/lib64) to LD_LIBRARY_PATH")]
+    NoCupti,
+    /// The loaded CUPTI lacks a function this library calls.
+    #[error("CUPTI lacks {0}; it is older than this library supports (CUDA 12 or newer)")]
+    MissingSymbol(&'static str),
+    /// Another tool already collects activity records.
+    #[error("another CUPTI client is active (a profiler such as Nsight or torch.profiler)")]
+    OtherSubscriber,
+    /// A CUPTI call failed.
+    #[error("{call} failed: {code:?}")]
+    Cupti {
+        /// The function.
+        call: &'static str,
+        /// CUPTI's result code.
+        code: CUptiResult,
+    },
+    /// The buffer pool could not be allocated.
+    #[error("cannot allocate {count} activity buffers of {size} bytes")]
+    NoMemory {
+        /// Buffer size.
+        size: usize,
+        /// Buffer count.
+        count: usize,
+    },
+    /// `InitializeInjection` ran twice.
+    #[error("already initialized")]
+    AlreadyStarted,
+}
+
+/// State shared by the callbacks, the sender and the duty-cycle thread.
+struct Shared {
+    aggregator: Mutex<Aggregator>,
+    pool: BufferPool,
+    uuids: Mutex<HashMap<u32, Option<[u8; 16]>>>,
+    duty_ppm: AtomicU32,
+    stopping: AtomicBool,
+}
+
+static SHARED: OnceLock<Shared> = OnceLock::new();
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Loads CUPTI, registers the buffer callbacks and enables kernel, memcpy and memset
+/// records. On error every kind it enabled is disabled again.
+pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
+    check_symbols()?;
+    let pool =
+        BufferPool::new(config.buffer_bytes, config.buffers).ok_or(StartError::NoMemory {
+            size: config.buffer_bytes,
+            count: config.buffers,
+        })?;
+    let shared = Shared {
+        aggregator: Mutex::new(Aggregator::new(config.max_kernels)),
+        pool,
+        uuids: Mutex::new(HashMap::new()),
+        duty_ppm: AtomicU32::new(config.duty.ppm()),
+        stopping: AtomicBool::new(false),
+    };
+    SHARED.set(shared).map_err(|_| StartError::AlreadyStarted)?;
+    activity::register_callbacks(Some(buffer_requested), Some(buffer_completed))
+        .map_err(|e| classify("cuptiActivityRegisterCallbacks", e))?;
+    for (i, kind) in KINDS.iter().enumerate() {
+        if let Err(e) = activity::enable(*kind) {
+            for enabled in &KINDS[..i] {
+                let _ = activity::disable(*enabled);
+            }
+            return Err(classify("cuptiActivityEnable", e));
+        }
+    }
+    Ok(CuptiSource)
+}
+
+fn check_symbols() -> Result<(), StartError> {
+    // SAFETY: probing for a library has no side effect besides loading it.
+    if !unsafe { cupti_sys::is_culib_present() } {
+        return Err(StartError::NoCupti);
+    }
+    // SAFETY: the library is present, so `culib` does not panic; looking a symbol up
+    // does not call it.
+    let cupti = unsafe { cupti_sys::culib() };
+    for name in CUPTI_SYMBOLS {
+        // SAFETY: only the address is read.
+        if unsafe { cupti.get::<*const ()>(name.as_bytes()) }.is_err() {
+            return Err(StartError::MissingSymbol(name));
+        }
+    }
+    // SAFETY: as above, for the driver (loaded already: it is the one injecting us).
+    if unsafe { driver_sys::is_culib_present() } {
+        let driver = unsafe { driver_sys::culib() };
+        for name in DRIVER_SYMBOLS {
+            // SAFETY: only the address is read.
+            if unsafe { driver.get::<*const ()>(name.as_bytes()) }.is_err() {
+                return Err(StartError::MissingSymbol(name));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn classify(call: &'static str, e: CuptiError) -> StartError {
+    match e.0 {
+        CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => StartError::OtherSubscriber,
+        code => StartError::Cupti { call, code },
+    }
+}
+
+/// Gives CUPTI a buffer from the pool, or none (CUPTI then drops records and counts
+/// them) when every buffer is in use.
+unsafe extern "C" fn buffer_requested(
+    buffer: *mut *mut u8,
+    size: *mut usize,
+    max_records: *mut usize,
+) {
+    let got = SHARED
+        .get()
+        .filter(|s| !s.stopping.load(Ordering::Relaxed))
+        .and_then(|s| s.pool.acquire().map(|p| (p, s.pool.buffer_size())));
+    let (ptr, len) = got.unwrap_or((std::ptr::null_mut(), 0));
+    // SAFETY: CUPTI passes valid out-pointers.
+    unsafe {
+        *buffer = ptr;
+        *size = len;
+        *max_records = 0;
+    }
+}
+
+/// Aggregates the records of a filled buffer and returns it to the pool.
+unsafe extern "C" fn buffer_completed(
+    context: CUcontext,
+    stream_id: u32,
+    buffer: *mut u8,
+    _size: usize,
+    valid_size: usize,
+) {
+    let Some(shared) = SHARED.get() else {
+        return;
+    };
+    // A panic must not unwind into CUPTI (it would abort the application).
+    let _ = std::panic::catch_unwind(|| {
+        let mut dropped = 0usize;
+        // SAFETY: CUPTI passes its own context and stream; `dropped` is a valid out-pointer.
+        let _ = unsafe { activity::get_num_dropped_records(context, stream_id, &mut dropped) };
+        let mut agg = lock(&shared.aggregator);
+        agg.record_dropped(dropped as u64);
+        if !buffer.is_null() && valid_size > 0 {
+            // SAFETY: the buffer holds `valid_size` bytes of records CUPTI wrote.
+            unsafe { aggregate_buffer(&mut agg, buffer, valid_size) };
+        }
+    });
+    if !buffer.is_null() {
+        shared.pool.release(buffer);
+    }
+}
+
+unsafe fn aggregate_buffer(agg: &mut Aggregator, buffer: *mut u8, valid_size: usize) {
+    let mut record: *mut CUpti_Activity = std::ptr::null_mut();
+    // SAFETY: CUPTI walks its own buffer; it returns an error at the end.
+    while unsafe { activity::get_next_record(buffer, valid_size, &mut record) }.is_ok() {
+        // SAFETY: CUPTI returned a pointer to a whole record inside the buffer; kernel
+        // names are owned by CUPTI and live for the process.
+        match unsafe { parse(record.cast::<u8>()) } {
+            Record::Kernel(run) => agg.record_kernel(&run),
+            Record::Memcpy {
+                device,
+                direction,
+                bytes,
+            } => agg.record_memcpy(device, direction, bytes),
+            Record::Memset { device, bytes } => agg.record_memset(device, bytes),
+            Record::Other(_) => {}
+        }
+    }
+}
+
+/// The [`Source`] the sender reads: CUPTI's aggregate.
+pub struct CuptiSource;
+
+impl Source for CuptiSource {
+    fn flush(&self, forced: bool) {
+        let flag = if forced {
+            CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED as u32
+        } else {
+            0
+        };
+        let _ = activity::flush_all(flag);
+    }
+
+    fn take(&self) -> Aggregator {
+        match SHARED.get() {
+            Some(shared) => lock(&shared.aggregator).take(),
+            None => Aggregator::new(0),
+        }
+    }
+
+    fn uuid(&self, ordinal: u32) -> Option<[u8; 16]> {
+        let shared = SHARED.get()?;
+        *lock(&shared.uuids)
+            .entry(ordinal)
+            .or_insert_with(|| device_uuid(ordinal))
+    }
+
+    fn duty_ppm(&self) -> u32 {
+        SHARED.get().map_or(crate::wire::FULL_DUTY_PPM, |s| {
+            s.duty_ppm.load(Ordering::Relaxed)
+        })
+    }
+}
+
+/// The 16 UUID bytes of a CUDA device ordinal, through the driver API (CUDA is
+/// initialised by the time the sender asks).
+fn device_uuid(ordinal: u32) -> Option<[u8; 16]> {
+    // SAFETY: check_symbols verified the driver library and both symbols.
+    if !unsafe { driver_sys::is_culib_present() } {
+        return None;
+    }
+    let mut device = 0;
+    // SAFETY: out-pointers are valid locals.
+    unsafe { driver_sys::cuDeviceGet(&mut device, i32::try_from(ordinal).ok()?) }
+        .result()
+        .ok()?;
+    let mut uuid = driver_sys::CUuuid_st { bytes: [0; 16] };
+    // SAFETY: as above.
+    unsafe { driver_sys::cuDeviceGetUuid_v2(&mut uuid, device) }
+        .result()
+        .ok()?;
+    Some(uuid.bytes.map(|b| b as u8))
+}
+
+/// Stops collection at exit: no more buffers are handed out after this.
+pub fn stop() {
+    if let Some(shared) = SHARED.get() {
+        shared.stopping.store(true, Ordering::Relaxed);
+    }
+}
+
+/// A running duty-cycle thread.
+pub struct DutyThread {
+    stop: std::sync::mpsc::Sender<()>,
+    thread: JoinHandle<()>,
+}
+
+impl DutyThread {
+    /// Stops toggling and leaves kernel tracing enabled (so the final flush is whole).
+    pub fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.thread.join();
+    }
+}
+
+/// Starts the thread that enables kernel records for `trace_ms` of every `period_ms`;
+/// `None` when every launch is traced.
+pub fn spawn_duty_cycle(duty: DutyCycle) -> Option<DutyThread> {
+    let DutyCycle::Sampled {
+        trace_ms,
+        period_ms,
+    } = duty
+    else {
+        return None;
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let on = Duration::from_millis(u64::from(trace_ms));
+    let off = Duration::from_millis(u64::from(period_ms - trace_ms));
+    let thread = std::thread::Builder::new()
+        .name("poolprof-duty".into())
+        .spawn(move || {
+            use std::sync::mpsc::RecvTimeoutError::Timeout;
+            let keep_going = |wait| matches!(rx.recv_timeout(wait), Err(Timeout));
+            while keep_going(on) {
+                let _ = activity::disable(KERNEL);
+                let again = keep_going(off);
+                let _ = activity::enable(KERNEL);
+                if !again {
+                    break;
+                }
+            }
+        })
+        .ok()?;
+    Some(DutyThread { stop: tx, thread })
+}

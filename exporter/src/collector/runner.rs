@@ -1,0 +1,568 @@
+//! The collection loop: every interval, decide which GPUs answer, run every collector
+//! on them, add the exporter's own health series, encode once, publish.
+//!
+//! Metrics written here (the rest come from one collector file each):
+//! - `poolprof_gpu_up{gpu,uuid}`: 1 when the GPU answered this interval; a GPU at 0
+//!   has no other series until it answers again
+//! - `poolprof_gpu_info{gpu,uuid,name,pci_bus_id,driver_version,cuda_version}`
+//! - `poolprof_exporter_build_info{version,backend}`
+//! - `poolprof_exporter_collector_success{collector}`
+//! - `poolprof_exporter_collector_duration_seconds{collector}`
+
+use super::{Collector, Gpu};
+use crate::backend::{Backend, Device, Identity, ReadError, SystemInfo};
+use crate::registry::{encode, MetricSet, Snapshot, SnapshotStore};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// One device with the identity read when the collection started.
+struct Slot {
+    position: usize,
+    device: Arc<dyn Device>,
+    identity: Option<Identity>,
+}
+
+impl Slot {
+    /// Reads the identity until it has one; a GPU failing from the start gets one
+    /// as soon as it answers.
+    fn identity(&mut self) -> Option<&Identity> {
+        if self.identity.is_none() {
+            match self.device.identity() {
+                Ok(identity) => self.identity = Some(identity),
+                Err(e) => {
+                    tracing::warn!(position = self.position, error = %e, "cannot read GPU identity")
+                }
+            }
+        }
+        self.identity.as_ref()
+    }
+}
+
+/// The backend, its devices and the collectors, run together every interval.
+pub struct Collection {
+    backend: Arc<dyn Backend>,
+    slots: Vec<Slot>,
+    system: Option<SystemInfo>,
+    collectors: Vec<Box<dyn Collector>>,
+    was_up: Vec<Option<bool>>,
+}
+
+/// Outcome of one collection: the samples and whether it counts as a success.
+struct Outcome {
+    metrics: MetricSet,
+    success: bool,
+}
+
+impl Collection {
+    /// Reads each device's identity and the driver versions once, and hands the
+    /// backend to collectors that need it (Xid events).
+    pub fn new(backend: Arc<dyn Backend>, collectors: Vec<Box<dyn Collector>>) -> Self {
+        let slots: Vec<Slot> = backend
+            .devices()
+            .into_iter()
+            .enumerate()
+            .map(|(position, device)| Slot {
+                position,
+                identity: device.identity().ok(),
+                device,
+            })
+            .collect();
+        let mut collection = Self {
+            system: backend.system().ok(),
+            was_up: vec![None; slots.len()],
+            slots,
+            backend,
+            collectors: Vec::new(),
+        };
+        for collector in collectors {
+            collection.add_collector(collector);
+        }
+        collection
+    }
+
+    /// Appends a collector (main adds the kernel collector this way).
+    pub fn add_collector(&mut self, mut collector: Box<dyn Collector>) {
+        collector.attach(&self.backend);
+        self.collectors.push(collector);
+    }
+
+    /// Runs one collection and returns every sample, health series included.
+    pub fn collect_once(&mut self) -> MetricSet {
+        self.run().metrics
+    }
+
+    /// Runs one collection and encodes it in both exposition formats.
+    pub fn snapshot(&mut self) -> Snapshot {
+        let outcome = self.run();
+        Snapshot::new(
+            encode::text(&outcome.metrics),
+            encode::openmetrics(&outcome.metrics),
+            outcome.success,
+        )
+    }
+
+    /// Collects now and then every `interval` on a thread of its own, publishing
+    /// each snapshot to `store`, until [`CollectionHandle::stop`].
+    pub fn spawn(mut self, interval: Duration, store: Arc<SnapshotStore>) -> CollectionHandle {
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("poolprof-collect".into())
+            .spawn(move || {
+                while !stopping.load(Ordering::Acquire) {
+                    let next = Instant::now() + interval;
+                    store.publish(self.snapshot());
+                    while !stopping.load(Ordering::Acquire) {
+                        let Some(left) = next.checked_duration_since(Instant::now()) else {
+                            break;
+                        };
+                        std::thread::park_timeout(left);
+                    }
+                }
+            })
+            .expect("the OS can start one thread");
+        CollectionHandle { stop, thread }
+    }
+
+    fn run(&mut self) -> Outcome {
+        let mut out = MetricSet::new();
+        if self.system.is_none() {
+            self.system = self.backend.system().ok();
+        }
+        let gpus = self.up_gpus(&mut out);
+        let mut succeeded = 0;
+        for collector in &mut self.collectors {
+            succeeded += usize::from(run_collector(collector.as_mut(), &gpus, &mut out));
+        }
+        out.info(
+            "poolprof_exporter_build_info",
+            "The exporter's version and the backend it reads (nvml or sim).",
+            &[
+                ("version", env!("CARGO_PKG_VERSION")),
+                ("backend", self.backend.kind()),
+            ],
+        );
+        // A collector failing on one field must not make the exporter unready; a
+        // collection where every collector failed does.
+        let success = self.collectors.is_empty() || succeeded > 0;
+        Outcome {
+            metrics: out,
+            success,
+        }
+    }
+
+    /// Writes `poolprof_gpu_up` and `poolprof_gpu_info`, and returns the GPUs that
+    /// answered a basic read this interval.
+    fn up_gpus(&mut self, out: &mut MetricSet) -> Vec<Gpu> {
+        let (driver, cuda) = match &self.system {
+            Some(s) => (s.driver_version.clone(), s.cuda_version.clone()),
+            None => ("unknown".to_string(), "unknown".to_string()),
+        };
+        let mut gpus = Vec::with_capacity(self.slots.len());
+        for (slot, was_up) in self.slots.iter_mut().zip(&mut self.was_up) {
+            let position = slot.position;
+            let identity = slot.identity().cloned();
+            let up = identity.is_some() && answers(slot.device.as_ref());
+            if *was_up != Some(up) {
+                log_transition(position, identity.as_ref(), up, was_up.is_none());
+                *was_up = Some(up);
+            }
+            let (index, uuid) = match &identity {
+                Some(id) => (id.index.to_string(), id.uuid.clone()),
+                None => (position.to_string(), "unknown".to_string()),
+            };
+            let labels = [("gpu", index.as_str()), ("uuid", uuid.as_str())];
+            out.gauge(
+                "poolprof_gpu_up",
+                "1 when the GPU answered this collection; at 0 its other series are absent.",
+                &labels,
+                if up { 1.0 } else { 0.0 },
+            );
+            let Some(id) = identity.filter(|_| up) else {
+                continue;
+            };
+            out.info(
+                "poolprof_gpu_info",
+                "GPU identity and driver stack; join on uuid.",
+                &[
+                    ("gpu", &index),
+                    ("uuid", &uuid),
+                    ("name", &id.name),
+                    ("pci_bus_id", &id.pci_bus_id),
+                    ("driver_version", &driver),
+                    ("cuda_version", &cuda),
+                ],
+            );
+            gpus.push(Gpu {
+                index,
+                uuid,
+                device: slot.device.clone(),
+            });
+        }
+        gpus
+    }
+}
+
+/// A GPU is up when a basic read succeeds or says only "not supported".
+fn answers(device: &dyn Device) -> bool {
+    matches!(
+        device.memory(),
+        Ok(_) | Err(ReadError::NotSupported | ReadError::Pending)
+    )
+}
+
+fn log_transition(position: usize, identity: Option<&Identity>, up: bool, first: bool) {
+    let uuid = identity.map_or("unknown", |id| id.uuid.as_str());
+    match (up, first) {
+        (true, true) => tracing::debug!(position, uuid, "GPU up"),
+        (true, false) => tracing::info!(position, uuid, "GPU answers again; its series are back"),
+        (false, _) => tracing::warn!(
+            position,
+            uuid,
+            "GPU does not answer; poolprof_gpu_up is 0 and its series are withheld"
+        ),
+    }
+}
+
+/// Runs one collector, contained: an error or a panic costs only its own series.
+fn run_collector(collector: &mut dyn Collector, gpus: &[Gpu], out: &mut MetricSet) -> bool {
+    let name = collector.name();
+    let started = Instant::now();
+    let mut part = MetricSet::new();
+    let result = catch_unwind(AssertUnwindSafe(|| collector.collect(gpus, &mut part)));
+    let elapsed = started.elapsed().as_secs_f64();
+    let success = match result {
+        Ok(Ok(())) => {
+            out.merge(part);
+            true
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(collector = name, error = %e, "collector failed; its other series are still served");
+            out.merge(part);
+            false
+        }
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_string());
+            tracing::error!(collector = name, panic = %message, "collector panicked; its series are dropped this interval");
+            false
+        }
+    };
+    let labels = [("collector", name)];
+    out.gauge(
+        "poolprof_exporter_collector_success",
+        "1 when the collector succeeded in the last collection, else 0.",
+        &labels,
+        if success { 1.0 } else { 0.0 },
+    );
+    out.gauge(
+        "poolprof_exporter_collector_duration_seconds",
+        "How long the collector took in the last collection, in seconds.",
+        &labels,
+        elapsed,
+    );
+    success
+}
+
+/// The running collection thread.
+#[derive(Debug)]
+pub struct CollectionHandle {
+    stop: Arc<AtomicBool>,
+    thread: JoinHandle<()>,
+}
+
+impl CollectionHandle {
+    /// Stops after the collection in progress, if any, and waits for the thread.
+    pub fn stop(self) {
+        self.stop.store(true, Ordering::Release);
+        self.thread.thread().unpark();
+        if self.thread.join().is_err() {
+            tracing::error!("collection thread panicked");
+        }
+    }
+
+    /// Whether the thread has ended.
+    pub fn is_finished(&self) -> bool {
+        self.thread.is_finished()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::ReadError;
+    use crate::collector::test_device::{count, value, TestBackend};
+    use crate::collector::{default_collectors, CollectError};
+
+    struct Failing;
+    impl Collector for Failing {
+        fn name(&self) -> &'static str {
+            "failing"
+        }
+        fn collect(&mut self, gpus: &[Gpu], out: &mut MetricSet) -> Result<(), CollectError> {
+            out.gauge("poolprof_test_partial", "Partial.", &gpus[0].labels(), 1.0);
+            Err(CollectError {
+                collector: "failing",
+                message: "broken".into(),
+            })
+        }
+    }
+
+    struct Panicking;
+    impl Collector for Panicking {
+        fn name(&self) -> &'static str {
+            "panicking"
+        }
+        fn collect(&mut self, _: &[Gpu], out: &mut MetricSet) -> Result<(), CollectError> {
+            out.gauge("poolprof_test_panicked", "Never served.", &[], 1.0);
+            panic!("collector bug");
+        }
+    }
+
+    fn collection(backend: &Arc<TestBackend>) -> Collection {
+        Collection::new(backend.clone(), default_collectors())
+    }
+
+    /// Every sample in `set` carrying `uuid`, by family name, except `poolprof_gpu_up`.
+    fn series_of(set: &MetricSet, uuid: &str) -> Vec<String> {
+        set.families()
+            .filter(|(_, f)| f.name() != "poolprof_gpu_up")
+            .filter(|(_, f)| {
+                f.get_metric().iter().any(|m| {
+                    m.get_label()
+                        .iter()
+                        .any(|l| l.name() == "uuid" && l.value() == uuid)
+                })
+            })
+            .map(|(_, f)| f.name().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn healthy_gpus_are_up_with_identity_and_health_series() {
+        let backend = TestBackend::healthy(2);
+        let set = collection(&backend).collect_once();
+        assert_eq!(
+            value(
+                &set,
+                "poolprof_gpu_up",
+                &[("gpu", "1"), ("uuid", "GPU-test-1")]
+            ),
+            Some(1.0)
+        );
+        let info = [
+            ("uuid", "GPU-test-0"),
+            ("name", "NVIDIA H100 80GB HBM3"),
+            ("pci_bus_id", "00000000:18:00.0"),
+            ("driver_version", "580.159.04"),
+            ("cuda_version", "13.0"),
+        ];
+        assert_eq!(value(&set, "poolprof_gpu_info", &info), Some(1.0));
+        let build = [("version", env!("CARGO_PKG_VERSION")), ("backend", "test")];
+        assert_eq!(
+            value(&set, "poolprof_exporter_build_info", &build),
+            Some(1.0)
+        );
+        let collectors = default_collectors().len();
+        assert_eq!(
+            count(&set, "poolprof_exporter_collector_success"),
+            collectors
+        );
+        assert_eq!(
+            count(&set, "poolprof_exporter_collector_duration_seconds"),
+            collectors
+        );
+        let success = set.get("poolprof_exporter_collector_success").unwrap();
+        assert!(success
+            .get_metric()
+            .iter()
+            .all(|m| m.get_gauge().get_value() == 1.0));
+    }
+
+    #[test]
+    fn lost_gpu_goes_down_alone_and_comes_back() {
+        let backend = TestBackend::healthy(3);
+        let mut collection = collection(&backend);
+        let healthy = series_of(&collection.collect_once(), "GPU-test-1");
+        assert!(healthy.len() > 20, "{healthy:?}");
+        backend.devices[1].set(|f| f.memory = Err(ReadError::GpuLost("fallen off the bus".into())));
+        let set = collection.collect_once();
+        assert_eq!(
+            value(&set, "poolprof_gpu_up", &[("uuid", "GPU-test-1")]),
+            Some(0.0)
+        );
+        assert_eq!(series_of(&set, "GPU-test-1"), Vec::<String>::new());
+        assert_eq!(series_of(&set, "GPU-test-0"), healthy);
+        assert_eq!(series_of(&set, "GPU-test-2"), healthy);
+        backend.devices[1]
+            .set(|f| f.memory = crate::collector::test_device::Fields::healthy(1).memory);
+        let set = collection.collect_once();
+        assert_eq!(
+            value(&set, "poolprof_gpu_up", &[("uuid", "GPU-test-1")]),
+            Some(1.0)
+        );
+        assert_eq!(series_of(&set, "GPU-test-1"), healthy);
+    }
+
+    #[test]
+    fn gpu_without_identity_at_start_is_down_until_it_answers() {
+        let backend = TestBackend::healthy(2);
+        backend.devices[1].set(|f| f.identity = Err(ReadError::GpuLost("no answer".into())));
+        let mut collection = collection(&backend);
+        let set = collection.collect_once();
+        assert_eq!(
+            value(
+                &set,
+                "poolprof_gpu_up",
+                &[("gpu", "1"), ("uuid", "unknown")]
+            ),
+            Some(0.0)
+        );
+        assert_eq!(value(&set, "poolprof_gpu_up", &[("gpu", "0")]), Some(1.0));
+        backend.devices[1]
+            .set(|f| f.identity = crate::collector::test_device::Fields::healthy(1).identity);
+        let set = collection.collect_once();
+        assert_eq!(
+            value(&set, "poolprof_gpu_up", &[("uuid", "GPU-test-1")]),
+            Some(1.0)
+        );
+        assert_eq!(count(&set, "poolprof_gpu_up"), 2);
+    }
+
+    #[test]
+    fn failing_and_panicking_collectors_are_contained() {
+        let backend = TestBackend::healthy(1);
+        let mut collection = collection(&backend);
+        collection.add_collector(Box::new(Failing));
+        collection.add_collector(Box::new(Panicking));
+        let set = collection.collect_once();
+        let success = "poolprof_exporter_collector_success";
+        assert_eq!(value(&set, success, &[("collector", "failing")]), Some(0.0));
+        assert_eq!(
+            value(&set, success, &[("collector", "panicking")]),
+            Some(0.0)
+        );
+        assert_eq!(value(&set, success, &[("collector", "memory")]), Some(1.0));
+        assert_eq!(
+            count(&set, "poolprof_test_partial"),
+            1,
+            "a failing collector's samples stay"
+        );
+        assert_eq!(
+            count(&set, "poolprof_test_panicked"),
+            0,
+            "a panicked collector's samples go"
+        );
+        assert_eq!(count(&set, "poolprof_gpu_memory_used_bytes"), 1);
+        assert!(
+            collection.snapshot().success,
+            "one broken collector does not fail readiness"
+        );
+    }
+
+    #[test]
+    fn all_collectors_failing_is_not_a_success() {
+        let backend = TestBackend::healthy(1);
+        let mut collection = Collection::new(backend, vec![Box::new(Failing), Box::new(Panicking)]);
+        assert!(!collection.snapshot().success);
+    }
+
+    #[test]
+    fn every_collector_output_passes_promtool() {
+        let backend = TestBackend::healthy(2);
+        backend.xids.lock().unwrap().push(crate::backend::XidEvent {
+            uuid: "GPU-test-0".into(),
+            xid: 79,
+        });
+        backend.devices[1].set(|f| f.memory = Err(ReadError::Failed("timeout".into())));
+        let snapshot = collection(&backend).snapshot();
+        assert_eq!(
+            crate::registry::encode::tests::promtool_check(&snapshot.text),
+            ""
+        );
+        let om = String::from_utf8(snapshot.openmetrics.to_vec()).unwrap();
+        assert!(om.contains("# TYPE poolprof_gpu_xid_errors counter\n"));
+        assert!(om.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn published_names_are_exactly_the_documented_lists() {
+        use crate::backend::{Memory, MigInstance};
+        use crate::collector::{DEVICE_METRICS, EXPORTER_METRICS, MIG_METRICS};
+        let backend = TestBackend::healthy(1);
+        backend.xids.lock().unwrap().push(crate::backend::XidEvent {
+            uuid: "GPU-test-0".into(),
+            xid: 48,
+        });
+        let memory = Memory {
+            total_bytes: 10,
+            used_bytes: 4,
+            free_bytes: 6,
+            reserved_bytes: None,
+        };
+        let gpm = crate::collector::test_device::Fields::healthy(0)
+            .gpm
+            .unwrap();
+        let instance = MigInstance {
+            gpu_instance_id: 1,
+            profile: "1g.10gb".into(),
+            memory: Some(memory),
+            gpm: Some(gpm),
+        };
+        backend.devices[0].set(|f| f.mig = Ok(vec![instance]));
+        let set = collection(&backend).collect_once();
+        let mut published: Vec<&str> = set.families().map(|(_, f)| f.name()).collect();
+        let mut documented: Vec<&str> = [DEVICE_METRICS, MIG_METRICS, EXPORTER_METRICS].concat();
+        published.sort_unstable();
+        documented.sort_unstable();
+        assert_eq!(published, documented);
+        for name in DEVICE_METRICS.iter().chain(MIG_METRICS) {
+            let family = set.get(name).unwrap();
+            let labelled = |m: &prometheus::proto::Metric| {
+                ["gpu", "uuid"]
+                    .iter()
+                    .all(|l| m.get_label().iter().any(|p| p.name() == *l))
+            };
+            assert!(
+                family.get_metric().iter().all(labelled),
+                "{name} lacks gpu/uuid"
+            );
+        }
+    }
+
+    #[test]
+    fn spawned_collection_publishes_until_stopped() {
+        let backend = TestBackend::healthy(1);
+        let store = Arc::new(SnapshotStore::new());
+        let handle = collection(&backend).spawn(Duration::from_millis(20), store.clone());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while store.latest().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let first = store.latest().expect("a snapshot within 10 s");
+        assert!(store.succeeded_within(Duration::from_secs(10)));
+        assert!(first.text.starts_with(b"# HELP"));
+        while Arc::ptr_eq(&first, &store.latest().unwrap()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            !Arc::ptr_eq(&first, &store.latest().unwrap()),
+            "collects again each interval"
+        );
+        let started = Instant::now();
+        handle.stop();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let last = store.latest().unwrap();
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(
+            Arc::ptr_eq(&last, &store.latest().unwrap()),
+            "no collection after stop"
+        );
+    }
+}

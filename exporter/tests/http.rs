@@ -1,0 +1,484 @@
+//! The HTTP server over real sockets: routes, negotiation, gzip, limits, TLS, auth.
+
+use bytes::Bytes;
+use hyper::http::request::Parts;
+use hyper::{Response, StatusCode};
+use poolprof_exporter::registry::{Snapshot, SnapshotStore};
+use poolprof_exporter::server::routes::Routes;
+use poolprof_exporter::server::web_config::WebConfig;
+use poolprof_exporter::server::{Body, Handler, HandlerFuture, Server, ServerOptions};
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{oneshot, Semaphore};
+
+const TEXT: &str = "# HELP poolprof_gpu_up 1 when the GPU answers.\n# TYPE poolprof_gpu_up gauge\npoolprof_gpu_up{uuid=\"GPU-0\"} 1\n";
+const OPENMETRICS: &str = "# HELP poolprof_gpu_up 1 when the GPU answers.\n# TYPE poolprof_gpu_up gauge\npoolprof_gpu_up{uuid=\"GPU-0\"} 1\n# EOF\n";
+
+/// A running server and what stops it.
+struct Running {
+    addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    done: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    fn url(&self, scheme: &str, path: &str) -> String {
+        let host = if scheme == "https" {
+            "localhost".to_string()
+        } else {
+            self.addr.ip().to_string()
+        };
+        format!("{scheme}://{host}:{}{path}", self.addr.port())
+    }
+
+    async fn stop(mut self) {
+        let _ = self.stop.take().unwrap().send(());
+        tokio::time::timeout(Duration::from_secs(10), self.done)
+            .await
+            .expect("server stops within the drain timeout")
+            .unwrap();
+    }
+}
+
+fn start(options: ServerOptions, handler: Arc<dyn Handler>) -> Running {
+    let bound = Server::new(options, handler)
+        .expect("server config is valid")
+        .bind(&["127.0.0.1:0".to_string()])
+        .expect("bind a free port");
+    let addr = bound.local_addrs()[0];
+    let (stop, stopped) = oneshot::channel();
+    let done = tokio::spawn(bound.serve(async move {
+        let _ = stopped.await;
+    }));
+    Running {
+        addr,
+        stop: Some(stop),
+        done,
+    }
+}
+
+fn store(published: bool) -> Arc<SnapshotStore> {
+    let store = Arc::new(SnapshotStore::new());
+    if published {
+        store.publish(Snapshot::new(
+            Bytes::from(TEXT),
+            Bytes::from(OPENMETRICS),
+            true,
+        ));
+    }
+    store
+}
+
+fn routes(published: bool) -> Arc<dyn Handler> {
+    Arc::new(Routes::new(store(published), Duration::from_secs(1)))
+}
+
+fn plain_options() -> ServerOptions {
+    ServerOptions {
+        max_requests: 40,
+        web_config: None,
+    }
+}
+
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn get_head_and_other_methods() {
+    let server = start(plain_options(), routes(true));
+    let client = client();
+    let url = server.url("http", "/metrics");
+    let get = client.get(&url).send().await.unwrap();
+    assert_eq!(get.status(), StatusCode::OK);
+    assert_eq!(
+        get.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    assert_eq!(get.text().await.unwrap(), TEXT);
+
+    let head = client.head(&url).send().await.unwrap();
+    assert_eq!(head.status(), StatusCode::OK);
+    assert_eq!(
+        head.headers()["content-length"],
+        TEXT.len().to_string().as_str()
+    );
+    assert!(head.bytes().await.unwrap().is_empty(), "HEAD has no body");
+
+    let post = client.post(&url).body("x").send().await.unwrap();
+    assert_eq!(post.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(post.headers()["allow"], "GET, HEAD");
+
+    let missing = client
+        .get(server.url("http", "/nope"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn openmetrics_and_gzip_are_negotiated() {
+    let server = start(plain_options(), routes(true));
+    let client = client();
+    let url = server.url("http", "/metrics");
+    let om = client
+        .get(&url)
+        .header(
+            "accept",
+            "application/openmetrics-text;version=1.0.0;q=0.8,text/plain;version=0.0.4;q=0.3",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        om.headers()["content-type"],
+        "application/openmetrics-text; version=1.0.0; charset=utf-8"
+    );
+    assert_eq!(om.text().await.unwrap(), OPENMETRICS);
+
+    let text = client
+        .get(&url)
+        .header(
+            "accept",
+            "application/openmetrics-text;q=0.1,text/plain;q=0.9",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        text.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+
+    let gz = client
+        .get(&url)
+        .header("accept", "application/openmetrics-text")
+        .header("accept-encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(gz.headers()["content-encoding"], "gzip");
+    let compressed = gz.bytes().await.unwrap();
+    let mut decompressed = String::new();
+    flate2::read::GzDecoder::new(&compressed[..])
+        .read_to_string(&mut decompressed)
+        .unwrap();
+    assert_eq!(decompressed, OPENMETRICS);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn metrics_and_ready_are_503_before_the_first_collection() {
+    let server = start(plain_options(), routes(false));
+    let client = client();
+    for path in ["/metrics", "/-/ready"] {
+        let response = client.get(server.url("http", path)).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE, "{path}");
+    }
+    let healthy = client
+        .get(server.url("http", "/-/healthy"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(healthy.status(), StatusCode::OK);
+    server.stop().await;
+}
+
+/// Holds every `/metrics` request until released, counting those inside; other
+/// paths answer at once.
+struct Gate {
+    inside: AtomicUsize,
+    release: Semaphore,
+    routes: Routes,
+}
+
+impl Handler for Gate {
+    fn handle(&self, request: Parts) -> HandlerFuture<'_> {
+        Box::pin(async move {
+            let _permit = if request.uri.path() == "/metrics" {
+                self.inside.fetch_add(1, Ordering::SeqCst);
+                Some(self.release.acquire().await.unwrap())
+            } else {
+                None
+            };
+            let response: Response<Body> =
+                self.routes
+                    .respond(&request.method, request.uri.path(), &request.headers);
+            response
+        })
+    }
+}
+
+#[tokio::test]
+async fn requests_beyond_max_requests_get_503_at_once() {
+    let gate = Arc::new(Gate {
+        inside: AtomicUsize::new(0),
+        release: Semaphore::new(0),
+        routes: Routes::new(store(true), Duration::from_secs(1)),
+    });
+    let server = start(
+        ServerOptions {
+            max_requests: 2,
+            web_config: None,
+        },
+        gate.clone(),
+    );
+    let client = client();
+    let url = server.url("http", "/metrics");
+    let held: Vec<_> = (0..2)
+        .map(|_| tokio::spawn(client.get(&url).send()))
+        .collect();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while gate.inside.load(Ordering::SeqCst) < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("two requests reach the handler");
+
+    let refused = tokio::time::timeout(Duration::from_secs(5), client.get(&url).send())
+        .await
+        .expect("the third request is answered without waiting")
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(refused.text().await.unwrap().contains("--web.max-requests"));
+    assert_eq!(
+        gate.inside.load(Ordering::SeqCst),
+        2,
+        "the refused request never reached the handler"
+    );
+
+    let probe = client
+        .get(server.url("http", "/-/healthy"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(probe.status(), StatusCode::OK, "probes do not need a slot");
+
+    gate.release.add_permits(100);
+    for request in held {
+        assert_eq!(request.await.unwrap().unwrap().status(), StatusCode::OK);
+    }
+    let after = client.get(&url).send().await.unwrap();
+    assert_eq!(after.status(), StatusCode::OK, "slots are free again");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn shutdown_lets_an_in_flight_request_finish() {
+    let gate = Arc::new(Gate {
+        inside: AtomicUsize::new(0),
+        release: Semaphore::new(0),
+        routes: Routes::new(store(true), Duration::from_secs(1)),
+    });
+    let server = start(plain_options(), gate.clone());
+    let request = tokio::spawn(client().get(server.url("http", "/metrics")).send());
+    while gate.inside.load(Ordering::SeqCst) < 1 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let addr = server.addr;
+    let stopping = tokio::spawn(server.stop());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "no new connections once shutdown began"
+    );
+    gate.release.add_permits(1);
+    assert_eq!(request.await.unwrap().unwrap().status(), StatusCode::OK);
+    stopping.await.unwrap();
+}
+
+/// A CA, a server certificate for localhost signed by it, and a client certificate.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca_pem: String,
+    client_identity_pem: String,
+}
+
+fn pki() -> Pki {
+    use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair};
+    let dir = tempfile::tempdir().unwrap();
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let server_key = KeyPair::generate().unwrap();
+    let server = CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .signed_by(&server_key, &ca, &ca_key)
+        .unwrap();
+    let client_key = KeyPair::generate().unwrap();
+    let client = CertificateParams::new(vec!["scraper".to_string()])
+        .unwrap()
+        .signed_by(&client_key, &ca, &ca_key)
+        .unwrap();
+    std::fs::write(dir.path().join("ca.crt"), ca.pem()).unwrap();
+    std::fs::write(dir.path().join("server.crt"), server.pem()).unwrap();
+    std::fs::write(dir.path().join("server.key"), server_key.serialize_pem()).unwrap();
+    Pki {
+        ca_pem: ca.pem(),
+        client_identity_pem: format!("{}{}", client.pem(), client_key.serialize_pem()),
+        dir,
+    }
+}
+
+fn web_config(dir: &Path, yaml: &str) -> WebConfig {
+    let file = dir.join("web.yml");
+    std::fs::write(&file, yaml).unwrap();
+    WebConfig::load(&file).unwrap()
+}
+
+fn tls_client(pki: &Pki, identity: bool) -> reqwest::Client {
+    let mut builder = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(pki.ca_pem.as_bytes()).unwrap())
+        .timeout(Duration::from_secs(10));
+    if identity {
+        builder = builder
+            .identity(reqwest::Identity::from_pem(pki.client_identity_pem.as_bytes()).unwrap());
+    }
+    builder.build().unwrap()
+}
+
+const TLS_YAML: &str = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n";
+
+#[tokio::test]
+async fn tls_serves_a_client_that_trusts_the_ca() {
+    let pki = pki();
+    let config = web_config(pki.dir.path(), TLS_YAML);
+    let server = start(
+        ServerOptions {
+            max_requests: 40,
+            web_config: Some(config),
+        },
+        routes(true),
+    );
+    let response = tls_client(&pki, false)
+        .get(server.url("https", "/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.text().await.unwrap(), TEXT);
+
+    let plain_http = client().get(server.url("http", "/metrics")).send().await;
+    assert!(
+        plain_http.is_err() || plain_http.unwrap().status() != StatusCode::OK,
+        "plain HTTP is not served on a TLS port"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn min_version_tls13_refuses_a_tls12_client() {
+    let pki = pki();
+    let config = web_config(pki.dir.path(), &format!("{TLS_YAML}  min_version: TLS13\n"));
+    let server = start(
+        ServerOptions {
+            max_requests: 40,
+            web_config: Some(config),
+        },
+        routes(true),
+    );
+    let url = server.url("https", "/metrics");
+    let tls12_client = reqwest::Client::builder()
+        .use_rustls_tls()
+        .tls_built_in_root_certs(false)
+        .add_root_certificate(reqwest::Certificate::from_pem(pki.ca_pem.as_bytes()).unwrap())
+        .max_tls_version(reqwest::tls::Version::TLS_1_2)
+        .build()
+        .unwrap();
+    assert!(
+        tls12_client.get(&url).send().await.is_err(),
+        "TLS 1.2 is refused"
+    );
+    let response = tls_client(&pki, false).get(&url).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK, "TLS 1.3 is served");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn mutual_tls_requires_a_client_certificate() {
+    let pki = pki();
+    let yaml = format!(
+        "{TLS_YAML}  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
+    );
+    let config = web_config(pki.dir.path(), &yaml);
+    let server = start(
+        ServerOptions {
+            max_requests: 40,
+            web_config: Some(config),
+        },
+        routes(true),
+    );
+    let url = server.url("https", "/metrics");
+    let without = tls_client(&pki, false).get(&url).send().await;
+    assert!(
+        without.is_err(),
+        "a client without a certificate is refused: {without:?}"
+    );
+    let with = tls_client(&pki, true).get(&url).send().await.unwrap();
+    assert_eq!(with.status(), StatusCode::OK);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn basic_auth_over_tls() {
+    let pki = pki();
+    let hash = bcrypt::hash("hunter2", 4).unwrap();
+    let yaml = format!("{TLS_YAML}basic_auth_users:\n  prometheus: '{hash}'\nhttp_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n");
+    let config = web_config(pki.dir.path(), &yaml);
+    let server = start(
+        ServerOptions {
+            max_requests: 40,
+            web_config: Some(config),
+        },
+        routes(true),
+    );
+    let client = tls_client(&pki, false);
+    let url = server.url("https", "/metrics");
+
+    let right = client
+        .get(&url)
+        .basic_auth("prometheus", Some("hunter2"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(right.status(), StatusCode::OK);
+    assert_eq!(right.headers()["x-content-type-options"], "nosniff");
+
+    for (user, password) in [
+        ("prometheus", Some("wrong")),
+        ("nobody", Some("hunter2")),
+        ("prometheus", None),
+    ] {
+        let wrong = client
+            .get(&url)
+            .basic_auth(user, password)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            wrong.status(),
+            StatusCode::UNAUTHORIZED,
+            "{user} {password:?}"
+        );
+        assert!(wrong.headers()["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Basic"));
+    }
+    let anonymous = client.get(&url).send().await.unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    server.stop().await;
+}
