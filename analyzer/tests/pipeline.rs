@@ -65,18 +65,17 @@ fn fleet_server() -> FakeServer {
                 (200, matrix(&[(&[("instance", "x")], values)]))
             }
             _ => {
-                let ids: Vec<String> = (0..GPUS).map(|i| format!("GPU-{i}")).collect();
-                let series: Vec<(Vec<(&str, &str)>, Vec<(f64, String)>)> = ids
+                let labels: Vec<[(&str, String); 1]> =
+                    (0..GPUS).map(|i| [("uuid", format!("GPU-{i}"))]).collect();
+                let borrowed: Vec<[(&str, &str); 1]> =
+                    labels.iter().map(|[(k, v)]| [(*k, v.as_str())]).collect();
+                let refs: Vec<support::SeriesSpec> = borrowed
                     .iter()
                     .enumerate()
-                    .map(|(i, id)| {
+                    .map(|(i, l)| {
                         let values = grid(req).into_iter().map(|t| (t, i.to_string())).collect();
-                        (vec![("uuid", id.as_str())], values)
+                        (&l[..], values)
                     })
-                    .collect();
-                let refs: Vec<(&[(&str, &str)], Vec<(f64, String)>)> = series
-                    .iter()
-                    .map(|(l, v)| (l.as_slice(), v.clone()))
                     .collect();
                 (200, matrix(&refs))
             }

@@ -104,8 +104,11 @@ fn read_request(stream: &mut std::net::TcpStream) -> Option<Request> {
     })
 }
 
-/// A `query_range` success body: each series is (labels, [(t, "v")]).
-pub fn matrix(series: &[(&[(&str, &str)], Vec<(f64, String)>)]) -> String {
+/// One series for [`matrix`]: its labels and its (time, value text) samples.
+pub type SeriesSpec<'a> = (&'a [(&'a str, &'a str)], Vec<(f64, String)>);
+
+/// A `query_range` success body.
+pub fn matrix(series: &[SeriesSpec]) -> String {
     let result: Vec<serde_json::Value> = series
         .iter()
         .map(|(labels, values)| {
