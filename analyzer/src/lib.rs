@@ -2,6 +2,7 @@
 //!
 //! Data flows source → analysis → sink.
 
+pub mod analysis;
 pub mod cli;
 pub mod commands;
 pub mod config;

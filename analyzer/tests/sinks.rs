@@ -48,8 +48,8 @@ fn report() -> RunReport {
             upper: 8e10,
         }],
         time_to_threshold: Some(ThresholdEta {
-            point: 3000.0,
-            lower: Some(1800.0),
+            point: Some(3000.0),
+            lower: 1800.0,
             upper: None,
         }),
         ..Default::default()

@@ -2,8 +2,12 @@
 //!
 //! Data flows backend → collector → registry → server.
 
+pub mod app;
 pub mod backend;
+pub mod cli;
 pub mod collector;
+pub mod logging;
 pub mod registry;
 pub mod server;
+pub mod simulate;
 pub mod workload;

@@ -4,6 +4,7 @@
 //! Memory holds at most one query's result (this shard's part of it) plus the small
 //! findings: each series is moved into its analysis task and freed when it finishes.
 
+pub mod analyses;
 pub mod progress;
 pub mod report;
 
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use futures::stream::{self, StreamExt};
 
+pub use analyses::Analyses;
 pub use report::{
     Analysis, AnalysisRequest, Analyze, FoundPeriod, HorizonForecast, RunHealth, RunReport,
     SeriesReport, ThresholdEta,

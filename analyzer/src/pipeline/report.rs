@@ -48,14 +48,14 @@ pub struct HorizonForecast {
     pub upper: f64,
 }
 
-/// When a capacity signal is forecast to reach its limit, in seconds from the run.
+/// When a capacity signal is forecast to reach its limit, in seconds after the last sample.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ThresholdEta {
-    /// The point forecast's crossing.
-    pub point: f64,
-    /// The earliest plausible crossing (the interval's pessimistic side), when known.
-    pub lower: Option<f64>,
-    /// The latest plausible crossing, when the optimistic side crosses at all.
+    /// The point forecast's crossing; `None` when it stays below within the horizon.
+    pub point: Option<f64>,
+    /// The earliest plausible crossing (the upper 95% bound's).
+    pub lower: f64,
+    /// The latest plausible crossing (the lower 95% bound's); `None` when it may not happen.
     pub upper: Option<f64>,
 }
 

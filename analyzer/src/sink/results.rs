@@ -63,7 +63,7 @@ fn declare(out: &mut Exposition) {
     );
     out.family(CONFIDENCE, g, "Confidence of the detected period, 0-1.");
     out.family(FORECAST, g, "Forecast of a signal at a horizon after the window's end; bound lower/upper is the 95% prediction interval.");
-    out.family(TIME_TO_THRESHOLD, g, "Seconds from the window's end until a capacity signal is forecast to reach its limit; absent when it does not within the horizon.");
+    out.family(TIME_TO_THRESHOLD, g, "Seconds after the last sample until a capacity signal is forecast to reach its limit; bound lower/upper from the 95% interval; absent when it does not within the horizon.");
     out.family(
         LAST_SUCCESS,
         g,
@@ -130,8 +130,8 @@ fn add_series(out: &mut Exposition, s: &SeriesReport) {
     }
     if let Some(eta) = &s.analysis.time_to_threshold {
         let bounds = [
-            ("point", Some(eta.point)),
-            ("lower", eta.lower),
+            ("point", eta.point),
+            ("lower", Some(eta.lower)),
             ("upper", eta.upper),
         ];
         for (bound, v) in bounds {

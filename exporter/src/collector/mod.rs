@@ -28,7 +28,7 @@ use crate::registry::MetricSet;
 use std::sync::Arc;
 
 pub use readings::Readings;
-pub use runner::Collection;
+pub use runner::{Collection, CollectionHandle};
 
 /// Every per-GPU metric a fully featured GPU publishes (GPM, NVLink, ECC, a compute
 /// process, an Xid seen), with `gpu` and `uuid` labels. End-to-end tests check them.

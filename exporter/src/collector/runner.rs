@@ -537,6 +537,24 @@ mod tests {
     }
 
     #[test]
+    fn stop_does_not_wait_for_a_long_interval() {
+        let store = Arc::new(SnapshotStore::new());
+        let handle =
+            collection(&TestBackend::healthy(1)).spawn(Duration::from_secs(3600), store.clone());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while store.latest().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            store.latest().is_some(),
+            "the first collection runs at once"
+        );
+        let started = Instant::now();
+        handle.stop();
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+
+    #[test]
     fn spawned_collection_publishes_until_stopped() {
         let backend = TestBackend::healthy(1);
         let store = Arc::new(SnapshotStore::new());

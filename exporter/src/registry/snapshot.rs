@@ -13,7 +13,8 @@ pub struct Snapshot {
     pub openmetrics: Bytes,
     /// When the collection finished.
     pub collected_at: Instant,
-    /// Whether every collector succeeded.
+    /// Whether the collection counts for readiness: at least one collector succeeded
+    /// (one field that always fails must not keep `/-/ready` false forever).
     pub success: bool,
     gzip_text: OnceLock<Bytes>,
     gzip_openmetrics: OnceLock<Bytes>,

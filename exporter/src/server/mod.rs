@@ -155,10 +155,12 @@ impl BoundServer {
         let mut acceptors = tokio::task::JoinSet::new();
         let tls_on = self.server.tls.is_some();
         for listener in self.listeners {
-            let addr = listener.local_addr().ok();
+            let addr = listener
+                .local_addr()
+                .map_or_else(|e| e.to_string(), |a| a.to_string());
             match tokio::net::TcpListener::from_std(listener) {
                 Ok(listener) => {
-                    tracing::info!(address = ?addr, tls = tls_on, "listening");
+                    tracing::info!(address = %addr, tls = tls_on, "listening");
                     acceptors.spawn(accept_loop(
                         listener,
                         self.server.pipeline.clone(),
@@ -167,7 +169,7 @@ impl BoundServer {
                         alive_tx.clone(),
                     ));
                 }
-                Err(e) => tracing::error!(address = ?addr, error = %e, "cannot serve listener"),
+                Err(e) => tracing::error!(address = %addr, error = %e, "cannot serve listener"),
             }
         }
         drop(alive_tx);

@@ -240,7 +240,11 @@ fn tenant_processes(
     let shared = tenant.memory_used_bytes.saturating_sub(explicit) / implicit.max(1);
     let share = 1.0 / tenant.processes.len().max(1) as f64;
     // NVML has no per-process utilization samples for MIG instances.
-    let ratio = |v: f64| instance.is_none().then_some(v * share);
+    let ratio = |v: f64| {
+        instance
+            .is_none()
+            .then_some((v * share * 1e4).round() / 1e4)
+    };
     tenant
         .processes
         .iter()

@@ -220,10 +220,11 @@ fn map(a: Activity, f: impl Fn(u64, f64) -> f64) -> Activity {
 }
 
 impl Activity {
-    /// Ratios clamped to 0–1 and rates to ≥ 0.
+    /// Ratios clamped to 0–1 and rounded to 4 decimals (GPM's useful precision, and
+    /// shorter history files), rates to whole bytes per second ≥ 0.
     fn clamped(self) -> Self {
-        let ratio = |v: f64| v.clamp(0.0, 1.0);
-        let rate = |v: f64| v.max(0.0);
+        let ratio = |v: f64| (v.clamp(0.0, 1.0) * 1e4).round() / 1e4;
+        let rate = |v: f64| v.max(0.0).round();
         Self {
             sm_active: ratio(self.sm_active),
             sm_occupancy: ratio(self.sm_occupancy),
@@ -246,23 +247,26 @@ impl Activity {
         if total <= 0.0 {
             return Activity::default();
         }
-        parts.iter().fold(Activity::default(), |acc, (w, a)| {
-            let k = w / total;
-            Activity {
-                sm_active: acc.sm_active + k * a.sm_active,
-                sm_occupancy: acc.sm_occupancy + k * a.sm_occupancy,
-                tensor: acc.tensor + k * a.tensor,
-                dram: acc.dram + k * a.dram,
-                fp16: acc.fp16 + k * a.fp16,
-                fp32: acc.fp32 + k * a.fp32,
-                fp64: acc.fp64 + k * a.fp64,
-                integer: acc.integer + k * a.integer,
-                pcie_tx: acc.pcie_tx + k * a.pcie_tx,
-                pcie_rx: acc.pcie_rx + k * a.pcie_rx,
-                nvlink_tx: acc.nvlink_tx + k * a.nvlink_tx,
-                nvlink_rx: acc.nvlink_rx + k * a.nvlink_rx,
-            }
-        })
+        parts
+            .iter()
+            .fold(Activity::default(), |acc, (w, a)| {
+                let k = w / total;
+                Activity {
+                    sm_active: acc.sm_active + k * a.sm_active,
+                    sm_occupancy: acc.sm_occupancy + k * a.sm_occupancy,
+                    tensor: acc.tensor + k * a.tensor,
+                    dram: acc.dram + k * a.dram,
+                    fp16: acc.fp16 + k * a.fp16,
+                    fp32: acc.fp32 + k * a.fp32,
+                    fp64: acc.fp64 + k * a.fp64,
+                    integer: acc.integer + k * a.integer,
+                    pcie_tx: acc.pcie_tx + k * a.pcie_tx,
+                    pcie_rx: acc.pcie_rx + k * a.pcie_rx,
+                    nvlink_tx: acc.nvlink_tx + k * a.nvlink_tx,
+                    nvlink_rx: acc.nvlink_rx + k * a.nvlink_rx,
+                }
+            })
+            .clamped()
     }
 }
 

@@ -1,0 +1,278 @@
+//! Forecasting: exponential smoothing with the detected season, a line as fallback,
+//! 80% and 95% prediction intervals, and time to a threshold.
+//!
+//! Candidates: with a season of m steps (detected, or given) the three seasonal ETS
+//! models (trend none, additive, damped); without one the three non-seasonal models;
+//! the least-squares line always. The lowest AICc wins. Parameters are fitted on the
+//! most recent [`FIT_POINTS`] steps (at least three seasons), which bounds the cost
+//! for long histories and long seasons alike.
+
+pub mod ets;
+pub mod intervals;
+pub mod linear;
+pub mod optimize;
+pub mod threshold;
+
+pub use threshold::{time_to_threshold, ThresholdCrossing};
+
+use crate::analysis::grid::{self, GridError};
+use crate::analysis::periodicity::{detect_on_grid, PeriodConfig};
+use crate::series::Series;
+
+use ets::{EtsSpec, Trend};
+use linear::LinearFit;
+
+/// Steps fitted (the most recent), unless three seasons need more.
+pub const FIT_POINTS: usize = 2048;
+/// Longest horizon accepted, in steps.
+pub const MAX_HORIZON: usize = 100_000;
+/// Fewest grid points to forecast from.
+pub const MIN_POINTS: usize = 4;
+/// Evaluations the optimiser may spend per model.
+const MAX_EVALS: usize = 120;
+/// Gaps of up to this many steps are filled; the forecast starts after the last longer one.
+const MAX_FILL_STEPS: usize = 10;
+
+/// Which season to model.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum PeriodChoice {
+    /// Detect it; the strongest period that fits twice in the data is used.
+    #[default]
+    Auto,
+    /// This period, in seconds (rounded to whole steps).
+    Seconds(f64),
+    /// No season.
+    None,
+}
+
+/// What to forecast.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ForecastConfig {
+    /// Steps to forecast after the last sample.
+    pub horizon_steps: usize,
+    /// Grid step in seconds; `None` takes the median spacing of the samples.
+    pub step_seconds: Option<f64>,
+    /// The season to model.
+    pub period: PeriodChoice,
+}
+
+impl Default for ForecastConfig {
+    fn default() -> Self {
+        Self {
+            horizon_steps: 60,
+            step_seconds: None,
+            period: PeriodChoice::Auto,
+        }
+    }
+}
+
+/// A forecast with its intervals, one value per step after the last sample.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Forecast {
+    /// The chosen model, e.g. `ets(A,Ad,A)` or `linear`.
+    pub model: String,
+    /// The season modelled, in seconds (a whole number of steps), if any.
+    pub period_seconds: Option<f64>,
+    /// Seconds between forecast values; the first is one step after the last sample.
+    pub step_seconds: f64,
+    /// Point forecasts.
+    pub point: Vec<f64>,
+    /// Lower 80% bounds.
+    pub lower_80: Vec<f64>,
+    /// Upper 80% bounds.
+    pub upper_80: Vec<f64>,
+    /// Lower 95% bounds.
+    pub lower_95: Vec<f64>,
+    /// Upper 95% bounds.
+    pub upper_95: Vec<f64>,
+}
+
+/// Why no forecast could be made.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ForecastError {
+    /// The horizon is zero or absurdly long.
+    #[error("horizon {0} is out of range; use 1 to {MAX_HORIZON} steps")]
+    BadHorizon(usize),
+    /// The given period is not a positive finite number of seconds.
+    #[error("period {0} s is not a positive number of seconds")]
+    BadPeriod(f64),
+    /// The samples could not be put on a grid.
+    #[error("unusable samples: {0}")]
+    Grid(#[from] GridError),
+    /// Too few points after the last long gap.
+    #[error("too short: {points} points after the last long gap, need at least {MIN_POINTS}")]
+    TooShort {
+        /// Points available.
+        points: usize,
+    },
+}
+
+/// Forecasts `series` `config.horizon_steps` steps past its last sample.
+pub fn forecast(series: &Series, config: &ForecastConfig) -> Result<Forecast, ForecastError> {
+    let h = config.horizon_steps;
+    if h == 0 || h > MAX_HORIZON {
+        return Err(ForecastError::BadHorizon(h));
+    }
+    if let PeriodChoice::Seconds(s) = config.period {
+        if !(s.is_finite() && s > 0.0) {
+            return Err(ForecastError::BadPeriod(s));
+        }
+    }
+    let segs = grid::segments(&series.points, config.step_seconds, MAX_FILL_STEPS)?;
+    let last = segs.into_iter().last().expect("at least one segment");
+    if last.values.len() < MIN_POINTS {
+        return Err(ForecastError::TooShort {
+            points: last.values.len(),
+        });
+    }
+    Ok(forecast_grid(&last.values, last.step, config.period, h))
+}
+
+/// The season length in steps to model, if the data holds at least two of them.
+fn season_steps(y: &[f64], step: f64, choice: PeriodChoice) -> Option<usize> {
+    let seconds = match choice {
+        PeriodChoice::None => return None,
+        PeriodChoice::Seconds(s) => s,
+        PeriodChoice::Auto => {
+            let outcome = detect_on_grid(y, step, &PeriodConfig::default());
+            outcome
+                .periods()
+                .iter()
+                .map(|p| p.period_seconds)
+                .find(|s| fits(y.len(), (s / step).round() as usize))?
+        }
+    };
+    let m = (seconds / step).round() as usize;
+    fits(y.len(), m).then_some(m)
+}
+
+fn fits(n: usize, m: usize) -> bool {
+    m >= 2 && n >= 2 * m + 2
+}
+
+/// Forecasts evenly spaced `y` by the lowest-AICc candidate.
+pub fn forecast_grid(y: &[f64], step: f64, choice: PeriodChoice, h: usize) -> Forecast {
+    let season = season_steps(y, step, choice);
+    let window = FIT_POINTS.max(season.map_or(0, |m| 3 * m)).min(y.len());
+    let y_fit = &y[y.len() - window..];
+    let line = LinearFit::fit(y_fit);
+    let mut best: (f64, String, Option<usize>, Vec<f64>, Vec<f64>) = {
+        let (p, v) = line.forecast(h);
+        (line.aicc(), "linear".to_string(), None, p, v)
+    };
+    if y_fit.len() >= 10 {
+        for trend in [Trend::None, Trend::Additive, Trend::Damped] {
+            let spec = EtsSpec { trend, season };
+            let fit = ets::fit(y_fit, spec, MAX_EVALS);
+            if fit.aicc < best.0 {
+                let (p, v) = fit.forecast(h);
+                best = (fit.aicc, spec.name(), season, p, v);
+            }
+        }
+    }
+    let (_, model, m, point, var) = best;
+    let b80 = intervals::band(&point, &var, 0.80);
+    let b95 = intervals::band(&point, &var, 0.95);
+    Forecast {
+        model,
+        period_seconds: m.map(|m| m as f64 * step),
+        step_seconds: step,
+        point,
+        lower_80: b80.lower,
+        upper_80: b80.upper,
+        lower_95: b95.lower,
+        upper_95: b95.upper,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seasonal(n: usize) -> Series {
+        Series::from_values(
+            &(0..n)
+                .map(|i| {
+                    5.0 + (2.0 * std::f64::consts::PI * i as f64 / 24.0).sin()
+                        + 0.01 * ((i * 37) % 7) as f64
+                })
+                .collect::<Vec<_>>(),
+            60.0,
+        )
+    }
+
+    #[test]
+    fn auto_finds_the_season_and_returns_exactly_the_horizon() {
+        let cfg = ForecastConfig {
+            horizon_steps: 30,
+            ..Default::default()
+        };
+        let f = forecast(&seasonal(480), &cfg).unwrap();
+        assert_eq!(f.period_seconds, Some(24.0 * 60.0));
+        assert!(f.model.ends_with(",A)"), "{}", f.model);
+        for v in [&f.point, &f.lower_80, &f.upper_80, &f.lower_95, &f.upper_95] {
+            assert_eq!(v.len(), 30);
+        }
+        assert!(f.lower_95[0] < f.lower_80[0] && f.upper_80[0] < f.upper_95[0]);
+    }
+
+    #[test]
+    fn too_little_data_for_the_season_falls_back_to_no_season() {
+        let cfg = ForecastConfig {
+            horizon_steps: 5,
+            period: PeriodChoice::Seconds(3600.0 * 24.0),
+            ..Default::default()
+        };
+        let f = forecast(&seasonal(100), &cfg).unwrap();
+        assert_eq!(f.period_seconds, None);
+    }
+
+    #[test]
+    fn bad_requests_are_refused() {
+        let s = seasonal(100);
+        let zero = ForecastConfig {
+            horizon_steps: 0,
+            ..Default::default()
+        };
+        assert_eq!(forecast(&s, &zero), Err(ForecastError::BadHorizon(0)));
+        let neg = ForecastConfig {
+            period: PeriodChoice::Seconds(-1.0),
+            ..Default::default()
+        };
+        assert!(matches!(
+            forecast(&s, &neg),
+            Err(ForecastError::BadPeriod(_))
+        ));
+        let short = Series::from_values(&[1.0, 2.0, 3.0], 1.0);
+        assert!(matches!(
+            forecast(&short, &ForecastConfig::default()),
+            Err(ForecastError::TooShort { points: 3 })
+        ));
+    }
+
+    #[test]
+    fn memory_growing_linearly_crosses_its_limit_with_an_interval() {
+        let s = Series::from_values(
+            &(0..200)
+                .map(|i| 1000.0 + 10.0 * i as f64 + ((i * 13) % 5) as f64)
+                .collect::<Vec<_>>(),
+            15.0,
+        );
+        let f = forecast(
+            &s,
+            &ForecastConfig {
+                horizon_steps: 100,
+                period: PeriodChoice::None,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        // Reaches 3500 about 50 steps after the last sample (value ~2990 at step 199).
+        let c = time_to_threshold(&f, 3500.0).expect("crossing");
+        let point = c.seconds_point.expect("point crossing");
+        assert!((point / 15.0 - 51.0).abs() <= 2.0, "{point}");
+        assert!(c.seconds_earliest <= point);
+        assert!(c.seconds_latest.is_none_or(|l| l >= point));
+        assert_eq!(time_to_threshold(&f, 1e9), None);
+    }
+}

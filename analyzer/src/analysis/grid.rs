@@ -1,0 +1,213 @@
+//! Resampling onto a uniform time grid, with short gaps filled and long ones split.
+//!
+//! Both analyses need evenly spaced values. Samples that fall into the same grid cell
+//! are averaged; runs of up to `max_fill_steps` missing cells are filled by linear
+//! interpolation; a longer gap ends one segment and starts the next.
+
+/// The most grid cells one series may span; a finer step is refused as a likely mistake.
+pub const MAX_GRID_CELLS: usize = 5_000_000;
+
+/// A run of evenly spaced values without long gaps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Segment {
+    /// Unix seconds of the first value.
+    pub start: f64,
+    /// Seconds between values.
+    pub step: f64,
+    /// The values, one per step.
+    pub values: Vec<f64>,
+}
+
+impl Segment {
+    /// Unix seconds of the last value.
+    pub fn end(&self) -> f64 {
+        self.start + self.step * (self.values.len().saturating_sub(1)) as f64
+    }
+}
+
+/// Why a series could not be put on a grid.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum GridError {
+    /// Fewer than two samples: no step can be inferred and nothing can be analysed.
+    #[error("only {0} sample(s); need at least 2")]
+    TooFewSamples(usize),
+    /// The step is not a positive finite number.
+    #[error("step {0} s is not a positive number of seconds")]
+    BadStep(f64),
+    /// The step is so small against the time span that the grid would be huge.
+    #[error("{cells} grid cells at a step of {step} s exceeds the limit of {MAX_GRID_CELLS}; pass a larger --step")]
+    TooManyCells {
+        /// Cells the grid would need.
+        cells: f64,
+        /// The step in seconds.
+        step: f64,
+    },
+}
+
+/// The median spacing of the timestamps, ignoring repeated timestamps.
+pub fn median_step(points: &[(f64, f64)]) -> Option<f64> {
+    let mut diffs: Vec<f64> = points
+        .windows(2)
+        .map(|w| w[1].0 - w[0].0)
+        .filter(|d| *d > 0.0 && d.is_finite())
+        .collect();
+    if diffs.is_empty() {
+        return None;
+    }
+    let mid = diffs.len() / 2;
+    let (_, m, _) = diffs.select_nth_unstable_by(mid, f64::total_cmp);
+    Some(*m)
+}
+
+/// Puts the points on a grid of `step` seconds (the median spacing when `None`) and
+/// returns the segments between long gaps, in time order.
+pub fn segments(
+    points: &[(f64, f64)],
+    step: Option<f64>,
+    max_fill_steps: usize,
+) -> Result<Vec<Segment>, GridError> {
+    if points.len() < 2 {
+        return Err(GridError::TooFewSamples(points.len()));
+    }
+    let sorted = sorted_points(points);
+    let step = match step {
+        Some(s) => s,
+        None => median_step(&sorted).ok_or(GridError::TooFewSamples(1))?,
+    };
+    if !(step.is_finite() && step > 0.0) {
+        return Err(GridError::BadStep(step));
+    }
+    let t0 = sorted[0].0;
+    let cells = (sorted[sorted.len() - 1].0 - t0) / step;
+    if cells.is_nan() || cells >= MAX_GRID_CELLS as f64 {
+        return Err(GridError::TooManyCells { cells, step });
+    }
+    Ok(bin_and_split(&sorted, t0, step, max_fill_steps))
+}
+
+fn sorted_points(points: &[(f64, f64)]) -> std::borrow::Cow<'_, [(f64, f64)]> {
+    if points.windows(2).all(|w| w[0].0 <= w[1].0) {
+        std::borrow::Cow::Borrowed(points)
+    } else {
+        let mut v = points.to_vec();
+        v.sort_by(|a, b| a.0.total_cmp(&b.0));
+        std::borrow::Cow::Owned(v)
+    }
+}
+
+/// Accumulates cells in one pass: averages samples sharing a cell, fills or splits gaps.
+fn bin_and_split(sorted: &[(f64, f64)], t0: f64, step: f64, max_fill: usize) -> Vec<Segment> {
+    let mut out = Vec::new();
+    let mut seg_start_cell = 0i64;
+    let mut values: Vec<f64> = Vec::with_capacity(sorted.len());
+    let mut cell = i64::MIN;
+    let (mut sum, mut count) = (0.0, 0u32);
+    for &(t, v) in sorted {
+        let c = ((t - t0) / step).round() as i64;
+        if c == cell {
+            sum += v;
+            count += 1;
+            continue;
+        }
+        if count > 0 {
+            values.push(sum / f64::from(count));
+            let missing = (c - cell - 1) as usize;
+            if missing > max_fill {
+                out.push(Segment {
+                    start: t0 + seg_start_cell as f64 * step,
+                    step,
+                    values: std::mem::take(&mut values),
+                });
+                seg_start_cell = c;
+            } else if missing > 0 {
+                fill_linear(&mut values, v, missing);
+            }
+        } else {
+            seg_start_cell = c;
+        }
+        cell = c;
+        sum = v;
+        count = 1;
+    }
+    values.push(sum / f64::from(count));
+    out.push(Segment {
+        start: t0 + seg_start_cell as f64 * step,
+        step,
+        values,
+    });
+    out
+}
+
+/// Appends `missing` values on the line from the last value towards `next`.
+fn fill_linear(values: &mut Vec<f64>, next: f64, missing: usize) {
+    let last = *values.last().expect("fill follows a value");
+    let span = (missing + 1) as f64;
+    values.extend((1..=missing).map(|i| last + (next - last) * i as f64 / span));
+}
+
+/// The longest segment (the earliest among equals).
+pub fn longest(segments: Vec<Segment>) -> Segment {
+    segments
+        .into_iter()
+        .reduce(|best, s| {
+            if s.values.len() > best.values.len() {
+                s
+            } else {
+                best
+            }
+        })
+        .expect("segments() returns at least one segment")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_step_ignores_duplicates() {
+        let pts = [
+            (0.0, 1.0),
+            (0.0, 2.0),
+            (15.0, 1.0),
+            (30.0, 1.0),
+            (60.0, 1.0),
+        ];
+        assert_eq!(median_step(&pts), Some(15.0));
+    }
+
+    #[test]
+    fn short_gap_is_filled_linearly_and_long_gap_splits() {
+        let mut pts: Vec<(f64, f64)> = vec![(0.0, 0.0), (10.0, 1.0), (40.0, 4.0)];
+        pts.extend((0..6).map(|i| (1000.0 + 10.0 * i as f64, 7.0)));
+        let segs = segments(&pts, Some(10.0), 3).unwrap();
+        assert_eq!(segs.len(), 2);
+        assert_eq!(segs[0].values, vec![0.0, 1.0, 2.0, 3.0, 4.0]);
+        assert_eq!(segs[1].start, 1000.0);
+        assert_eq!(segs[1].values.len(), 6);
+        assert_eq!(longest(segs).start, 1000.0);
+    }
+
+    #[test]
+    fn samples_in_one_cell_are_averaged_and_unsorted_input_is_sorted() {
+        let pts = [(20.0, 5.0), (0.0, 1.0), (1.0, 3.0), (10.0, 4.0)];
+        let segs = segments(&pts, Some(10.0), 0).unwrap();
+        assert_eq!(segs[0].values, vec![2.0, 4.0, 5.0]);
+    }
+
+    #[test]
+    fn bad_steps_are_refused() {
+        let pts = [(0.0, 1.0), (1e9, 1.0)];
+        assert!(matches!(
+            segments(&pts, Some(0.0), 0),
+            Err(GridError::BadStep(_))
+        ));
+        assert!(matches!(
+            segments(&pts, Some(1.0), 0),
+            Err(GridError::TooManyCells { .. })
+        ));
+        assert_eq!(
+            segments(&pts[..1], None, 0),
+            Err(GridError::TooFewSamples(1))
+        );
+    }
+}

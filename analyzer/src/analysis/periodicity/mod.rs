@@ -1,0 +1,247 @@
+//! Periodicity: does a series repeat, with what period, how strongly, how surely.
+//!
+//! The pipeline: put the samples on a uniform grid and keep the longest segment
+//! between long gaps ([`grid`](super::grid)); remove a linear trend and clip outliers
+//! ([`prepare`]); take the Hann-tapered periodogram and the autocorrelation
+//! ([`spectrum`]); test the periodogram's peaks against a whitened Fisher's g-test
+//! ([`significance`]); keep those that sit on a hill of the autocorrelation, with the
+//! lag refined there ([`acf`]). `docs/analysis.md` explains the choices.
+
+pub mod acf;
+pub mod prepare;
+pub mod refine;
+pub mod significance;
+pub mod spectrum;
+
+use crate::analysis::grid;
+use crate::series::Series;
+
+use acf::HillRule;
+use significance::Whitened;
+use spectrum::Spectra;
+
+/// A period found in a series.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Period {
+    /// Seconds between repeats.
+    pub period_seconds: f64,
+    /// How much of the variation repeats: the autocorrelation at the period, 0–1.
+    pub strength: f64,
+    /// 1 minus the p-value of the periodogram peak, 0–1.
+    pub confidence: f64,
+}
+
+/// The answer for one series.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PeriodOutcome {
+    /// One or more periods, strongest first.
+    Periodic(Vec<Period>),
+    /// No period, and why (too short, flat, aperiodic, unusable timestamps).
+    NoPeriod {
+        /// A sentence a user can act on.
+        reason: String,
+    },
+}
+
+impl PeriodOutcome {
+    /// The periods found (empty when there is none).
+    pub fn periods(&self) -> &[Period] {
+        match self {
+            PeriodOutcome::Periodic(p) => p,
+            PeriodOutcome::NoPeriod { .. } => &[],
+        }
+    }
+
+    fn none(reason: impl Into<String>) -> Self {
+        PeriodOutcome::NoPeriod {
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Settings of the detector; `Default` suits minute-to-hour GPU signals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeriodConfig {
+    /// Grid step in seconds; `None` takes the median spacing of the samples.
+    pub step_seconds: Option<f64>,
+    /// Gaps of up to this many missing steps are filled linearly; longer ones split.
+    pub max_fill_steps: usize,
+    /// Fewest grid points to attempt an analysis.
+    pub min_points: usize,
+    /// Fewest full cycles a period must show in the analysed segment.
+    pub min_cycles: f64,
+    /// Significance level of the periodogram test.
+    pub alpha: f64,
+    /// Most periods reported per series.
+    pub max_periods: usize,
+    /// Least autocorrelation at the period (the reported strength).
+    pub min_strength: f64,
+    /// Least rise of the autocorrelation hill above the valley before it.
+    pub min_prominence: f64,
+    /// Shortest period considered, in steps (at least 2.5: shorter is at Nyquist).
+    pub min_period_steps: f64,
+}
+
+impl Default for PeriodConfig {
+    fn default() -> Self {
+        Self {
+            step_seconds: None,
+            max_fill_steps: 10,
+            min_points: 32,
+            min_cycles: 3.0,
+            alpha: 0.01,
+            max_periods: 3,
+            min_strength: 0.1,
+            min_prominence: 0.1,
+            min_period_steps: 2.5,
+        }
+    }
+}
+
+/// Periodogram peaks examined per series, strongest first.
+const MAX_CANDIDATES: usize = 12;
+
+/// Finds the periods of `series`, or says why there is none.
+pub fn detect_periods(series: &Series, config: &PeriodConfig) -> PeriodOutcome {
+    let segment = match grid::segments(&series.points, config.step_seconds, config.max_fill_steps) {
+        Ok(segs) => grid::longest(segs),
+        Err(e) => return PeriodOutcome::none(format!("unusable samples: {e}")),
+    };
+    detect_on_grid(&segment.values, segment.step, config)
+}
+
+/// Finds the periods of evenly spaced `values` (`step` seconds apart).
+pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
+    let n = values.len();
+    if n < config.min_points.max(8) {
+        return PeriodOutcome::none(format!(
+            "too short: {n} points on the {step} s grid, need at least {}",
+            config.min_points.max(8)
+        ));
+    }
+    let mut x = values.to_vec();
+    let scale = x.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    let variance = prepare::detrend_and_clip(&mut x);
+    if variance.is_nan() || variance <= 1e-20 * scale * scale || scale == 0.0 {
+        return PeriodOutcome::none("flat: no variation besides a straight line");
+    }
+    let min_cycles = config.min_cycles.max(1.0);
+    let k_min = min_cycles.ceil() as usize;
+    let k_max = (n as f64 / config.min_period_steps.max(2.5)).floor() as usize;
+    if k_max < k_min + 2 {
+        return PeriodOutcome::none(format!(
+            "too short: {n} points cannot show {min_cycles} cycles of any period"
+        ));
+    }
+    let spectra = Spectra::of(&x);
+    let Some(whitened) = significance::whiten(&spectra.power, k_min, k_max) else {
+        return PeriodOutcome::none("too short for a periodogram");
+    };
+    let found = test_candidates(&x, &spectra, &whitened, step, config);
+    finish(found)
+}
+
+/// What the candidate loop saw, for the outcome and its reason.
+struct Found {
+    periods: Vec<Period>,
+    best_p: f64,
+    significant_without_hill: Vec<f64>,
+}
+
+fn test_candidates(
+    x: &[f64],
+    spectra: &Spectra,
+    w: &Whitened,
+    step: f64,
+    config: &PeriodConfig,
+) -> Found {
+    let n = spectra.n as f64;
+    let rule = HillRule {
+        min_height: config.min_strength,
+        min_prominence: config.min_prominence,
+    };
+    let max_lag = n / config.min_cycles.max(1.0);
+    let mut found = Found {
+        periods: Vec::new(),
+        best_p: 1.0,
+        significant_without_hill: Vec::new(),
+    };
+    let (mut rest_sum, mut rest_m) = (w.total, w.count());
+    for peak in w.peaks().into_iter().take(MAX_CANDIDATES) {
+        let p = significance::fisher_p(peak.ratio / rest_sum, rest_m);
+        rest_sum -= peak.ratio;
+        rest_m -= 1;
+        found.best_p = found.best_p.min(p);
+        if p > config.alpha {
+            break;
+        }
+        let t0 = spectral_period(&spectra.power, peak.k);
+        let half = (1.5 * t0 * t0 / n).max(1.5);
+        let hill = acf::confirm(&spectra.acf, t0, half, rule)
+            .filter(|h| h.lag >= config.min_period_steps && h.lag <= max_lag);
+        let Some(hill) = hill else {
+            found.significant_without_hill.push(t0 * step);
+            continue;
+        };
+        let seconds = refined_period(x, t0) * step;
+        if found
+            .periods
+            .iter()
+            .any(|q| (q.period_seconds - seconds).abs() < 0.03 * q.period_seconds)
+        {
+            continue;
+        }
+        found.periods.push(Period {
+            period_seconds: seconds,
+            strength: hill.height,
+            confidence: (1.0 - p).clamp(0.0, 1.0),
+        });
+        if found.periods.len() >= config.max_periods {
+            break;
+        }
+    }
+    found
+}
+
+/// The period in steps: the periodogram maximiser near the spectral estimate `t0`.
+/// The autocorrelation confirmed that something repeats near `t0`, but with several
+/// periods its hills mix (a burst hill can sit closer to `t0` than the slow cycle's
+/// own), so the spectrum, which separates them, sets the value.
+fn refined_period(x: &[f64], t0: f64) -> f64 {
+    let n = x.len() as f64;
+    1.0 / refine::peak_frequency(x, 1.0 / t0, 0.5 / n)
+}
+
+/// The period (in steps) of Fourier peak k, refined by a parabola through the log
+/// power of the zero-padded bins 2k-1, 2k, 2k+1.
+fn spectral_period(power: &[f64], k: usize) -> f64 {
+    let j = 2 * k;
+    let ln = |i: usize| power[i].max(1e-300).ln();
+    let (a, b, c) = (ln(j - 1), ln(j), ln((j + 1).min(power.len() - 1)));
+    let denom = a - 2.0 * b + c;
+    let shift = if denom < 0.0 {
+        0.5 * (a - c) / denom
+    } else {
+        0.0
+    };
+    let bin = j as f64 + shift.clamp(-1.0, 1.0);
+    (power.len() - 1) as f64 * 2.0 / bin
+}
+
+fn finish(mut found: Found) -> PeriodOutcome {
+    if !found.periods.is_empty() {
+        found
+            .periods
+            .sort_by(|a, b| b.strength.total_cmp(&a.strength));
+        return PeriodOutcome::Periodic(found.periods);
+    }
+    if let Some(t) = found.significant_without_hill.first() {
+        return PeriodOutcome::none(format!(
+            "aperiodic: the periodogram peak near {t:.1} s is not repeated by the autocorrelation"
+        ));
+    }
+    PeriodOutcome::none(format!(
+        "aperiodic: no periodogram peak is significant (smallest p = {:.3})",
+        found.best_p
+    ))
+}

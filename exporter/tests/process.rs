@@ -1,0 +1,256 @@
+//! The exporter binary as an operator runs it: exit codes and messages for bad
+//! flags, busy ports, missing drivers and bad config, and a clean SIGTERM.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_poolprof-exporter");
+
+/// The binary with a clean `POOLPROF_*` environment, logging to stderr.
+fn exporter() -> Command {
+    let mut command = Command::new(BIN);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("POOLPROF_") {
+            command.env_remove(key);
+        }
+    }
+    command.stdin(Stdio::null());
+    command
+}
+
+/// Runs to completion, killing it if it runs past `limit`.
+fn run(command: &mut Command, limit: Duration) -> Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + limit;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("poolprof-exporter still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn unknown_flag_exits_2() {
+    let output = run(exporter().arg("--no-such-flag"), Duration::from_secs(10));
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(stderr(&output).contains("--no-such-flag"));
+}
+
+#[test]
+fn version_flag_prints_the_version() {
+    let output = run(exporter().arg("--version"), Duration::from_secs(10));
+    assert_eq!(output.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&output.stdout).contains(env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn bad_env_value_is_a_usage_error_naming_the_flag() {
+    let output = run(
+        exporter()
+            .env("POOLPROF_COLLECT_INTERVAL", "5ms")
+            .args(["--simulate", "1"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("--collect-interval"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn port_in_use_exits_1_naming_the_address() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    // The address comes through the environment variable, which checks that too.
+    let output = run(
+        exporter().env("POOLPROF_WEB_LISTEN_ADDRESS", &addr).args([
+            "--simulate",
+            "1",
+            "--no-kernels",
+        ]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let message = stderr(&output);
+    assert!(
+        message.contains(&format!("listen on {addr}: address already in use")),
+        "{message}"
+    );
+    assert!(message.contains("--web.listen-address"), "{message}");
+}
+
+#[test]
+fn no_driver_without_simulate_exits_1_naming_simulate() {
+    let mut child = exporter()
+        .args(["--web.listen-address", "127.0.0.1:0", "--no-kernels"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            // NVML started: this machine has an NVIDIA driver, so there is nothing to check.
+            child.kill().unwrap();
+            eprintln!("skipped: an NVIDIA driver is present");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let output = child.wait_with_output().unwrap();
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{message}");
+    assert_eq!(message.lines().count(), 1, "exactly one line: {message}");
+    assert!(message.starts_with("error: "), "{message}");
+    assert!(message.contains("--simulate"), "{message}");
+    assert!(
+        message.contains("libnvidia-ml.so.1") || message.contains("NVIDIA"),
+        "{message}"
+    );
+}
+
+#[test]
+fn bad_web_config_exits_2_naming_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("web.yml");
+    std::fs::write(
+        &file,
+        "tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n  ciphers: []\n",
+    )
+    .unwrap();
+    let output = run(
+        exporter()
+            .args([
+                "--simulate",
+                "1",
+                "--web.listen-address",
+                "127.0.0.1:0",
+                "--web.config.file",
+            ])
+            .arg(&file),
+        Duration::from_secs(10),
+    );
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains(&file.display().to_string()), "{message}");
+    assert!(message.contains("ciphers"), "{message}");
+
+    std::fs::write(
+        &file,
+        "tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n",
+    )
+    .unwrap();
+    let output = run(
+        exporter()
+            .args([
+                "--simulate",
+                "1",
+                "--web.listen-address",
+                "127.0.0.1:0",
+                "--web.config.file",
+            ])
+            .arg(&file),
+        Duration::from_secs(10),
+    );
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{message}");
+    assert!(message.contains("tls_server_config.cert_file"), "{message}");
+    assert!(message.contains("missing.crt"), "{message}");
+}
+
+/// Starts the exporter on a free port and returns it with the bound address, read
+/// from its start-up log line.
+fn start_simulated() -> (Child, String) {
+    let mut child = exporter()
+        .args([
+            "--simulate",
+            "2",
+            "--web.listen-address",
+            "127.0.0.1:0",
+            "--no-kernels",
+            "--collect-interval",
+            "200ms",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(rest) = line.split("msg=listening address=").nth(1) {
+                let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
+            }
+        }
+    });
+    let addr = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the exporter logs its address");
+    (child, addr)
+}
+
+fn http_get(addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
+}
+
+#[test]
+fn sigterm_stops_cleanly_with_exit_0() {
+    let (mut child, addr) = start_simulated();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let ready = http_get(&addr, "/-/ready").is_some_and(|r| r.starts_with("HTTP/1.1 200"));
+        if ready {
+            break;
+        }
+        assert!(Instant::now() < deadline, "exporter never became ready");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let metrics = http_get(&addr, "/metrics").unwrap();
+    assert!(
+        metrics.contains("poolprof_exporter_build_info"),
+        "{metrics}"
+    );
+
+    // SAFETY: kill(2) on our own child's pid has no memory effects in this process.
+    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    assert_eq!(sent, 0, "SIGTERM sent");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "no exit within 10 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        std::net::TcpStream::connect(&addr).is_err(),
+        "port released"
+    );
+}
