@@ -1,7 +1,9 @@
 //! The real analyses behind the pipeline's [`Analyze`] seam: periodicity, then a
 //! forecast seasoned with the strongest period that fits, then the capacity crossing.
 
-use super::report::{Analysis, AnalysisRequest, Analyze, FoundPeriod, HorizonForecast, ThresholdEta};
+use super::report::{
+    Analysis, AnalysisRequest, Analyze, FoundPeriod, HorizonForecast, ThresholdEta,
+};
 use crate::analysis::forecast::{self, Forecast, ForecastConfig, PeriodChoice};
 use crate::analysis::periodicity::{self, PeriodConfig, PeriodOutcome};
 use crate::series::Series;
