@@ -10,6 +10,7 @@ use reqwest::Url;
 
 use crate::config::Config;
 use crate::error::Error;
+use crate::offline::{ForecastArgs, PeriodsArgs};
 use crate::retry::RetryPolicy;
 use crate::shard::Shard;
 use crate::source::prometheus::{Auth, ClientOptions};
@@ -30,6 +31,10 @@ pub enum Command {
     Run(RunArgs),
     /// Analyze on a schedule and expose the latest results on /metrics.
     Serve(ServeArgs),
+    /// Periods of the series in a CSV or query_range JSON file, as JSON.
+    Periods(PeriodsArgs),
+    /// Forecast of the series in a CSV or query_range JSON file, as JSON.
+    Forecast(ForecastArgs),
 }
 
 /// `run --once`.

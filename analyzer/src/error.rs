@@ -5,6 +5,7 @@
 //! codes DESIGN.md fixes for scripts and cron.
 
 use crate::config::ConfigError;
+use crate::offline::OfflineError;
 use crate::sink::pushgateway::PushError;
 use crate::source::prometheus::SourceError;
 
@@ -45,6 +46,9 @@ pub enum Error {
     /// The sink did not take the results.
     #[error(transparent)]
     Push(#[from] PushError),
+    /// An offline command (`periods`, `forecast`) failed.
+    #[error(transparent)]
+    Offline(#[from] OfflineError),
     /// Anything else at run time (a listener that cannot bind, an analysis task that panicked).
     #[error("{0}")]
     Runtime(String),
@@ -58,7 +62,8 @@ impl Error {
             Error::Source(e) => e.exit_code(),
             Error::Push(PushError::BadUrl { .. }) => ExitCode::Usage,
             Error::Push(_) => ExitCode::SinkRejected,
-            Error::Runtime(_) => ExitCode::Runtime,
+            Error::Offline(e) if e.exit_code() == ExitCode::Usage.code() => ExitCode::Usage,
+            Error::Offline(_) | Error::Runtime(_) => ExitCode::Runtime,
         }
     }
 }

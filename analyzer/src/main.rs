@@ -5,6 +5,7 @@ use clap::Parser;
 use poolprof_analyzer::cli::{Cli, Command};
 use poolprof_analyzer::commands;
 use poolprof_analyzer::error::{Error, ExitCode};
+use poolprof_analyzer::offline;
 use poolprof_analyzer::pipeline::Analyses;
 
 fn main() -> std::process::ExitCode {
@@ -29,6 +30,8 @@ async fn dispatch(command: Command) -> Result<(), Error> {
     match command {
         Command::Run(args) => commands::run_once(&args, Analyses::default()).await,
         Command::Serve(args) => commands::serve(&args, Analyses::default()).await,
+        Command::Periods(args) => Ok(offline::run_periods(&args, &mut std::io::stdout().lock())?),
+        Command::Forecast(args) => Ok(offline::run_forecast(&args, &mut std::io::stdout().lock())?),
     }
 }
 

@@ -40,8 +40,8 @@ pub type Body = http_body_util::Full<Bytes>;
 /// The future a [`Handler`] returns.
 pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Response<Body>> + Send + 'a>>;
 
-/// How long a client may take to send its request headers; bounds how long a slow or
-/// idle connection can occupy the server.
+/// Default time a client may take to send its request headers; bounds how long a
+/// slow or idle connection can occupy the server.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a TLS client may take to finish its handshake.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -62,12 +62,24 @@ impl Handler for Routes {
 }
 
 /// Settings of the server besides the listen addresses.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ServerOptions {
     /// `--web.max-requests`; 0 means unlimited.
     pub max_requests: usize,
     /// The parsed `--web.config.file`, if one was given.
     pub web_config: Option<WebConfig>,
+    /// How long a client may take to send its request headers.
+    pub header_read_timeout: Duration,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            max_requests: 40,
+            web_config: None,
+            header_read_timeout: HEADER_READ_TIMEOUT,
+        }
+    }
 }
 
 /// A server with its TLS and auth prepared, not yet bound.
@@ -83,6 +95,7 @@ pub struct BoundServer {
 }
 
 struct Pipeline {
+    header_read_timeout: Duration,
     limit: RequestLimit,
     auth: Option<BasicAuth>,
     extra_headers: Vec<(HeaderName, HeaderValue)>,
@@ -116,6 +129,7 @@ impl Server {
             })
             .collect();
         let pipeline = Pipeline {
+            header_read_timeout: options.header_read_timeout,
             limit: RequestLimit::new(options.max_requests),
             auth,
             extra_headers,
@@ -240,6 +254,7 @@ async fn serve_http<I>(io: I, pipeline: Arc<Pipeline>, mut stop: watch::Receiver
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let header_read_timeout = pipeline.header_read_timeout;
     let service = service_fn(move |request| {
         let pipeline = pipeline.clone();
         async move { Ok::<_, Infallible>(pipeline.serve(request).await) }
@@ -247,7 +262,7 @@ where
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
+        .header_read_timeout(header_read_timeout);
     let conn = builder.serve_connection(TokioIo::new(io), service);
     tokio::pin!(conn);
     let finished = tokio::select! {
