@@ -109,7 +109,6 @@ fn expect(prom: &Prometheus, promql: &str, want: f64) {
 }
 
 #[test]
-#[ignore = "run once exporter/src/app.rs starts the kernel listener (its TODO(lead))"]
 fn injected_processes_reach_prometheus_bounded() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("inject.sock");
