@@ -6,6 +6,7 @@ pub mod app;
 pub mod backend;
 pub mod cli;
 pub mod collector;
+pub mod kernels;
 pub mod logging;
 pub mod registry;
 pub mod server;

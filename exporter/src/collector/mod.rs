@@ -6,6 +6,7 @@ pub mod clocks;
 pub mod codec;
 pub mod ecc;
 pub mod gpm;
+pub mod kernels;
 pub mod memory;
 pub mod mig;
 pub mod nvlink;

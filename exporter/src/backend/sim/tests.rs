@@ -400,3 +400,43 @@ fn omitted_parameters_take_documented_defaults() {
     );
     assert_eq!(instances[0].tenant.processes[0].workload, "mig-gpu1-gi1");
 }
+
+#[test]
+fn every_shipped_scenario_and_the_documented_example_parse() {
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut parsed = 0;
+    for entry in std::fs::read_dir(&folder).expect("scenarios folder") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            Scenario::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+            parsed += 1;
+        }
+    }
+    assert!(parsed >= 2, "{parsed} scenario files");
+    let doc = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/scenario.md");
+    let doc = std::fs::read_to_string(doc).expect("docs/scenario.md");
+    let example = doc
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a toml example in docs/scenario.md");
+    let scenario =
+        Scenario::from_toml(example, "docs/scenario.md").unwrap_or_else(|e| panic!("{e}"));
+    let kinds: Vec<&str> = scenario.gpus.iter().map(|g| g.kind()).collect();
+    assert_eq!(kinds, ["training", "failing", "mig"]);
+}
+
+#[test]
+fn fast_failure_scenario_fails_at_3_and_recovers_at_20_seconds() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/fast-failure.toml");
+    let clock = ManualClock::new();
+    let backend = SimBackend::new(
+        Scenario::from_file(&path).expect("parses"),
+        SimClock::Manual(clock.clone()),
+    );
+    let failing = device(&backend, 1);
+    for (t, lost) in [(2.9, false), (3.0, true), (19.9, true), (20.0, false)] {
+        clock.set(t);
+        assert_eq!(failing.memory().is_err(), lost, "at {t} s");
+    }
+}
