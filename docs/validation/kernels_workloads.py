@@ -123,7 +123,7 @@ def build_infer(torch):
         def forward(self, x):
             n = x.shape[1]
             h = self.emb(x) + self.pos(torch.arange(n, device=x.device))
-            mask = nn.Transformer.generate_square_subsequent_mask(n, device=x.device)
+            mask = nn.Transformer.generate_square_subsequent_mask(n, device=x.device, dtype=h.dtype)
             return self.head(self.body(h, mask=mask, is_causal=True)[:, -1])
 
     model = GPT().cuda().to(torch.bfloat16).eval()
@@ -146,7 +146,7 @@ def build_tiny(torch):
         for _ in range(1000):
             x.add_(1.0)
 
-    return step, 30
+    return step, 60
 
 
 PROGRAMS = {"train": build_train, "infer": build_infer, "tiny": build_tiny}
