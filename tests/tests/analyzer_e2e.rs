@@ -175,3 +175,27 @@ fn victoriametrics_import_to_pushgateway_finds_the_training_period() {
     let idle = uuid_of(vm.api(), 2);
     assert_results(&scraper, &training, &idle);
 }
+
+#[test]
+fn the_example_prometheus_config_is_valid_and_honors_pushed_labels() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../deploy/prometheus/prometheus.yml"
+    );
+    let out = Command::new(poolprof_e2e::promtool::PROMTOOL_BIN)
+        .args(["check", "config", path])
+        .output()
+        .expect("promtool runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let job = text
+        .split("- job_name: pushgateway")
+        .nth(1)
+        .expect("a pushgateway job");
+    let job = job.split("- job_name:").next().unwrap();
+    assert!(job.contains("honor_labels: true"), "{job}");
+}
