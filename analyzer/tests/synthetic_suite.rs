@@ -110,3 +110,94 @@ fn aperiodic_series_rarely_get_a_period() {
         report.join("\n")
     );
 }
+
+/// Steps held out for the forecast check.
+const HOLDOUT: usize = 200;
+
+/// Mean absolute error of the seasonal-naive forecast inside `train` (the MASE scale).
+fn naive_scale(train: &[f64], m: usize) -> f64 {
+    let d: Vec<f64> = train.windows(m + 1).map(|w| (w[m] - w[0]).abs()).collect();
+    d.iter().sum::<f64>() / d.len() as f64
+}
+
+fn seasonal_naive(train: &[f64], m: usize, h: usize) -> Vec<f64> {
+    let n = train.len();
+    (0..h).map(|j| train[n - m + j % m]).collect()
+}
+
+fn mae(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum::<f64>() / a.len() as f64
+}
+
+fn smape(actual: &[f64], pred: &[f64]) -> f64 {
+    actual
+        .iter()
+        .zip(pred)
+        .map(|(a, p)| 2.0 * (a - p).abs() / (a.abs() + p.abs()).max(1e-12))
+        .sum::<f64>()
+        / actual.len() as f64
+}
+
+#[test]
+fn forecasts_beat_seasonal_naive_on_seasonal_series() {
+    use poolprof_analyzer::analysis::forecast::{forecast, ForecastConfig};
+    let (mut ours_mase, mut naive_mase, mut ours_smape, mut naive_smape) = (0.0, 0.0, 0.0, 0.0);
+    let mut count = 0.0;
+    let mut coverage = (0usize, 0usize);
+    let kinds = [
+        Kind::Sine,
+        Kind::Square,
+        Kind::Sawtooth,
+        Kind::Bursts,
+        Kind::TrendSeason,
+        Kind::Outliers,
+        Kind::TwoPeriods,
+    ];
+    for (i, kind) in kinds.iter().enumerate() {
+        for snr in [2.0, 1.0] {
+            let mut rng = ChaCha8Rng::seed_from_u64(5000 + i as u64);
+            for _ in 0..8 {
+                let case = generate(*kind, N, STEP, snr, &mut rng);
+                let y = case.values();
+                let (train, test) = y.split_at(N - HOLDOUT);
+                let m = (case.periods[0] / STEP).round() as usize;
+                let config = ForecastConfig {
+                    horizon_steps: HOLDOUT,
+                    ..ForecastConfig::default()
+                };
+                let f = forecast(
+                    &Series::from_points(case.points[..N - HOLDOUT].to_vec()),
+                    &config,
+                )
+                .unwrap();
+                assert_eq!(f.point.len(), HOLDOUT);
+                let naive = seasonal_naive(train, m, HOLDOUT);
+                let scale = naive_scale(train, m);
+                ours_mase += mae(test, &f.point) / scale;
+                naive_mase += mae(test, &naive) / scale;
+                ours_smape += smape(test, &f.point);
+                naive_smape += smape(test, &naive);
+                count += 1.0;
+                for (j, v) in test.iter().enumerate() {
+                    coverage.1 += 1;
+                    if (f.lower_95[j]..=f.upper_95[j]).contains(v) {
+                        coverage.0 += 1;
+                    }
+                }
+            }
+        }
+    }
+    let (om, nm, os, ns) = (
+        ours_mase / count,
+        naive_mase / count,
+        ours_smape / count,
+        naive_smape / count,
+    );
+    let cov = coverage.0 as f64 / coverage.1 as f64;
+    eprintln!(
+        "MASE ours {om:.3} naive {nm:.3}; sMAPE ours {os:.4} naive {ns:.4}; 95% coverage {cov:.3}"
+    );
+    assert!(om < nm, "MASE {om} not below seasonal-naive {nm}");
+    assert!(os < ns, "sMAPE {os} not below seasonal-naive {ns}");
+    assert!((0.85..=0.995).contains(&cov), "95% interval covered {cov}");
+}

@@ -7,7 +7,9 @@ use crate::backend::sim::{Scenario, ScenarioError, SimBackend};
 use crate::backend::Backend;
 use crate::cli::{GpuSource, ServeArgs};
 use crate::collector::default_collectors;
+use crate::collector::kernels::KernelCollector;
 use crate::collector::runner::Collection;
+use crate::kernels::{KernelLimits, KernelListener, ListenerError, DEFAULT_SOCKET_PATH};
 use crate::registry::SnapshotStore;
 use crate::server::listen::ListenError;
 use crate::server::routes::Routes;
@@ -27,6 +29,9 @@ pub enum StartError {
     /// NVML could not be started (no driver, no GPU); the message names `--simulate`.
     #[error(transparent)]
     Nvml(#[from] NvmlInitError),
+    /// `--kernels.socket-path` was given and cannot be listened on.
+    #[error(transparent)]
+    Kernels(#[from] ListenerError),
     /// A listen address is invalid or cannot be bound.
     #[error(transparent)]
     Listen(#[from] ListenError),
@@ -41,8 +46,12 @@ impl StartError {
         match self {
             StartError::WebConfig(_)
             | StartError::Scenario(_)
+            | StartError::Kernels(ListenerError::BadPath { .. })
             | StartError::Listen(ListenError::Invalid { .. }) => 2,
-            StartError::Nvml(_) | StartError::Listen(_) | StartError::Runtime(_) => 1,
+            StartError::Nvml(_)
+            | StartError::Kernels(_)
+            | StartError::Listen(_)
+            | StartError::Runtime(_) => 1,
         }
     }
 }
@@ -59,6 +68,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
     let options = ServerOptions {
         max_requests: args.max_requests as usize,
         web_config,
+        ..ServerOptions::default()
     };
     let server = Server::new(options, routes)?;
     let backend = open_backend(&args.gpu_source())?;
@@ -72,10 +82,11 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
 
     let kind = backend.kind();
     let gpus = backend.devices().len();
-    let collection = Collection::new(backend, default_collectors());
-    // TODO(lead): once the inject helper lands `kernels::KernelListener`, start it here
-    // unless `args.no_kernels`, on `args.kernels_socket_path`, and add
-    // `collector::kernels::KernelCollector::new(store)` with `collection.add_collector`.
+    let mut collection = Collection::new(backend, default_collectors());
+    let kernels = kernel_listener(args)?;
+    if let Some(listener) = &kernels {
+        collection.add_collector(Box::new(KernelCollector::new(listener.store())));
+    }
     let collecting = collection.spawn(args.collect_interval, store);
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -83,10 +94,12 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
         gpus,
         interval = %humantime::format_duration(args.collect_interval),
         addresses = ?bound.local_addrs(),
+        kernels_socket = ?kernels.as_ref().map(|k| k.path().display().to_string()),
         "poolprof-exporter started"
     );
     runtime.block_on(bound.serve(termination()));
     collecting.stop();
+    drop(kernels);
     tracing::info!("poolprof-exporter stopped");
     Ok(())
 }
@@ -100,6 +113,26 @@ pub fn open_backend(source: &GpuSource) -> Result<Arc<dyn Backend>, StartError> 
         }
         GpuSource::Nvml => Arc::new(NvmlBackend::new()?),
     })
+}
+
+/// The kernel statistics listener, unless `--no-kernels`. The default path needs
+/// root (`/run`); when it cannot be used the exporter runs on without kernel
+/// metrics, but a path the operator chose must work.
+fn kernel_listener(args: &ServeArgs) -> Result<Option<KernelListener>, StartError> {
+    if args.no_kernels {
+        return Ok(None);
+    }
+    match KernelListener::spawn(&args.kernels_socket_path, KernelLimits::default()) {
+        Ok(listener) => Ok(Some(listener)),
+        Err(e) if args.kernels_socket_path.as_os_str() == DEFAULT_SOCKET_PATH => {
+            tracing::warn!(
+                error = %e,
+                "kernel metrics are off: run as root, set --kernels.socket-path to a writable path, or pass --no-kernels"
+            );
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Completes on the first SIGTERM or SIGINT.

@@ -15,13 +15,25 @@ pub const MAX_SIMULATED_GPUS: u32 = 64;
 /// poolprof-exporter: GPU metrics (NVML, GPM, CUPTI kernels) for Prometheus.
 #[derive(Debug, Parser)]
 #[command(name = "poolprof-exporter", version, about, long_about = None)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Cli {
+    /// A subcommand; without one the exporter serves /metrics.
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// Flags of the exporter itself.
     #[command(flatten)]
     pub serve: ServeArgs,
     /// Logging flags, accepted before or after a subcommand.
     #[command(flatten)]
     pub log: LogArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    /// Write simulated history as OpenMetrics with timestamps, for
+    /// `promtool tsdb create-blocks-from openmetrics`.
+    Simulate(crate::simulate::SimulateArgs),
 }
 
 /// Flags of the serving exporter.
@@ -80,11 +92,13 @@ pub struct ServeArgs {
     #[arg(long = "scenario", env = "POOLPROF_SCENARIO", value_name = "FILE")]
     pub scenario: Option<PathBuf>,
 
-    /// Unix socket where injected applications send kernel statistics.
+    /// Unix socket where injected applications send kernel statistics. When the
+    /// default path cannot be used (not root), kernel metrics are off with a warning;
+    /// a path given explicitly must work.
     #[arg(
         long = "kernels.socket-path",
         env = "POOLPROF_KERNELS_SOCKET_PATH",
-        default_value = "/run/poolprof/inject.sock",
+        default_value = crate::kernels::DEFAULT_SOCKET_PATH,
         value_name = "PATH"
     )]
     pub kernels_socket_path: PathBuf,
@@ -286,6 +300,46 @@ mod tests {
             let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
             assert_eq!(env.as_deref(), Some(expected.as_str()), "--{long}");
         }
+        // The subcommand's flags are the sim helper's; they only need the prefix.
+        let simulate = command.find_subcommand("simulate").unwrap();
+        for arg in simulate
+            .get_arguments()
+            .filter(|a| a.get_long() != Some("help"))
+        {
+            let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+            assert!(
+                env.as_deref().is_some_and(|e| e.starts_with("POOLPROF_")),
+                "simulate --{:?}",
+                arg.get_long()
+            );
+        }
+    }
+
+    #[test]
+    fn simulate_subcommand_takes_its_own_flags() {
+        let cli = parse(&[
+            "simulate",
+            "--history",
+            "1h",
+            "--output",
+            "h.om",
+            "--simulate",
+            "2",
+        ])
+        .unwrap();
+        let Some(Command::Simulate(args)) = cli.command else {
+            panic!("simulate subcommand expected");
+        };
+        assert_eq!(args.history, Duration::from_secs(3600));
+        assert_eq!(args.simulate, 2);
+        assert_eq!(args.output, PathBuf::from("h.om"));
+        let cli = parse(&["simulate", "--output", "h.om", "--log.level", "warn"]).unwrap();
+        assert_eq!(cli.log.level, LogLevel::Warn);
+    }
+
+    #[test]
+    fn serve_flags_do_not_mix_with_the_subcommand() {
+        assert!(parse(&["--web.max-requests", "3", "simulate", "--output", "h.om"]).is_err());
     }
 
     #[test]

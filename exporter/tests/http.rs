@@ -81,6 +81,7 @@ fn plain_options() -> ServerOptions {
     ServerOptions {
         max_requests: 40,
         web_config: None,
+        ..ServerOptions::default()
     }
 }
 
@@ -229,6 +230,7 @@ async fn requests_beyond_max_requests_get_503_at_once() {
         ServerOptions {
             max_requests: 2,
             web_config: None,
+            ..ServerOptions::default()
         },
         gate.clone(),
     );
@@ -270,6 +272,80 @@ async fn requests_beyond_max_requests_get_503_at_once() {
     }
     let after = client.get(&url).send().await.unwrap();
     assert_eq!(after.status(), StatusCode::OK, "slots are free again");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_headers_is_dropped() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let options = ServerOptions {
+        header_read_timeout: Duration::from_millis(300),
+        ..ServerOptions::default()
+    };
+    let server = start(options, routes(true));
+    let mut slow = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    let mut buffer = Vec::new();
+    let closed = tokio::time::timeout(Duration::from_secs(5), slow.read_to_end(&mut buffer)).await;
+    assert!(
+        closed.is_ok(),
+        "the server closes a connection stuck in its headers"
+    );
+    assert!(
+        !String::from_utf8_lossy(&buffer).contains("200 OK"),
+        "an incomplete request is not served"
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_client_that_sends_nothing_is_dropped() {
+    use tokio::io::AsyncReadExt;
+    let options = ServerOptions {
+        header_read_timeout: Duration::from_millis(300),
+        ..ServerOptions::default()
+    };
+    let server = start(options, routes(true));
+    let mut silent = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut buffer = Vec::new();
+    let closed =
+        tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut buffer)).await;
+    assert!(closed.is_ok(), "the server closes a silent connection");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_for_a_free_one() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let options = ServerOptions {
+        max_connections: 1,
+        ..ServerOptions::default()
+    };
+    let server = start(options, routes(true));
+    let first = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut second = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    second
+        .write_all(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    let early = tokio::time::timeout(
+        Duration::from_millis(300),
+        second.read_to_end(&mut response),
+    )
+    .await;
+    assert!(
+        early.is_err(),
+        "the second connection waits while the first is open"
+    );
+    drop(first);
+    tokio::time::timeout(Duration::from_secs(5), second.read_to_end(&mut response))
+        .await
+        .expect("served once the first connection closed")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200"));
     server.stop().await;
 }
 
@@ -360,6 +436,7 @@ async fn tls_serves_a_client_that_trusts_the_ca() {
         ServerOptions {
             max_requests: 40,
             web_config: Some(config),
+            ..ServerOptions::default()
         },
         routes(true),
     );
@@ -387,6 +464,7 @@ async fn min_version_tls13_refuses_a_tls12_client() {
         ServerOptions {
             max_requests: 40,
             web_config: Some(config),
+            ..ServerOptions::default()
         },
         routes(true),
     );
@@ -418,6 +496,7 @@ async fn mutual_tls_requires_a_client_certificate() {
         ServerOptions {
             max_requests: 40,
             web_config: Some(config),
+            ..ServerOptions::default()
         },
         routes(true),
     );
@@ -442,6 +521,7 @@ async fn basic_auth_over_tls() {
         ServerOptions {
             max_requests: 40,
             web_config: Some(config),
+            ..ServerOptions::default()
         },
         routes(true),
     );

@@ -175,17 +175,18 @@ fn bad_web_config_exits_2_naming_file_and_field() {
 
 /// Starts the exporter on a free port and returns it with the bound address, read
 /// from its start-up log line.
-fn start_simulated() -> (Child, String) {
+fn start_simulated(socket: &std::path::Path) -> (Child, String) {
     let mut child = exporter()
         .args([
             "--simulate",
             "2",
             "--web.listen-address",
             "127.0.0.1:0",
-            "--no-kernels",
             "--collect-interval",
             "200ms",
+            "--kernels.socket-path",
         ])
+        .arg(socket)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -221,7 +222,9 @@ fn http_get(addr: &str, path: &str) -> Option<String> {
 
 #[test]
 fn sigterm_stops_cleanly_with_exit_0() {
-    let (mut child, addr) = start_simulated();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("inject.sock");
+    let (mut child, addr) = start_simulated(&socket);
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let ready = http_get(&addr, "/-/ready").is_some_and(|r| r.starts_with("HTTP/1.1 200"));
@@ -236,6 +239,11 @@ fn sigterm_stops_cleanly_with_exit_0() {
         metrics.contains("poolprof_exporter_build_info"),
         "{metrics}"
     );
+    assert!(
+        metrics.contains("collector=\"kernels\""),
+        "kernel collector wired: {metrics}"
+    );
+    assert!(socket.exists(), "kernel socket listening");
 
     // SAFETY: kill(2) on our own child's pid has no memory effects in this process.
     let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
@@ -253,4 +261,64 @@ fn sigterm_stops_cleanly_with_exit_0() {
         std::net::TcpStream::connect(&addr).is_err(),
         "port released"
     );
+    assert!(!socket.exists(), "kernel socket removed on shutdown");
+}
+
+#[test]
+fn simulate_subcommand_writes_openmetrics_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("history.om");
+    let output = run(
+        exporter()
+            .args([
+                "simulate",
+                "--history",
+                "5m",
+                "--step",
+                "15s",
+                "--simulate",
+                "2",
+                "--output",
+            ])
+            .arg(&file),
+        Duration::from_secs(60),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let history = std::fs::read_to_string(&file).unwrap();
+    assert!(history.ends_with("# EOF\n"));
+    assert!(
+        history.contains("poolprof_gpu_up{"),
+        "GPU series in the history"
+    );
+}
+
+#[test]
+fn simulate_subcommand_refuses_serve_flags() {
+    let output = run(
+        exporter().args(["--web.max-requests", "3", "simulate", "--output", "x.om"]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+}
+
+#[test]
+fn unusable_explicit_kernel_socket_path_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_dir = dir.path().join("file");
+    std::fs::write(&not_a_dir, "").unwrap();
+    let output = run(
+        exporter()
+            .args([
+                "--simulate",
+                "1",
+                "--web.listen-address",
+                "127.0.0.1:0",
+                "--kernels.socket-path",
+            ])
+            .arg(not_a_dir.join("inject.sock")),
+        Duration::from_secs(20),
+    );
+    let message = stderr(&output);
+    assert!(matches!(output.status.code(), Some(1 | 2)), "{message}");
+    assert!(message.contains("--kernels.socket-path"), "{message}");
 }

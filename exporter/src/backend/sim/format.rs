@@ -17,7 +17,8 @@ struct RawScenario {
     gpus: Vec<toml::Value>,
 }
 
-/// One `[[gpus]]` table as written; which fields apply depends on `kind`.
+/// One `[[gpus]]` table as written; which fields apply depends on `kind`. The fields
+/// are those of docs/scenario.md ("GPU fields"), with the same names.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawGpu {
@@ -33,7 +34,7 @@ pub(super) struct RawGpu {
     pub instances: Option<Vec<RawInstance>>,
 }
 
-/// One MIG instance of a `kind = "mig"` GPU.
+/// One MIG instance of a `kind = "mig"` GPU (docs/scenario.md, "Instance fields").
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawInstance {
@@ -46,7 +47,7 @@ pub(super) struct RawInstance {
     pub processes: Option<Vec<RawProcess>>,
 }
 
-/// One process of a GPU or instance.
+/// One process of a GPU or instance (docs/scenario.md, "Process fields").
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawProcess {

@@ -110,9 +110,13 @@ const NOISE: f64 = 0.03;
 
 /// Noise channels, so each signal gets its own deterministic sequence.
 mod channel {
+    /// Whether an inference episode is a burst.
     pub const EPISODE: u64 = 1;
+    /// How hard an inference episode runs.
     pub const INTENSITY: u64 = 2;
+    /// Inference slot-to-slot jitter.
     pub const JITTER: u64 = 3;
+    /// First of the per-field ratio noise channels (one per field after it).
     pub const RATIOS: u64 = 16;
 }
 

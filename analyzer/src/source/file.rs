@@ -1,0 +1,391 @@
+//! Series from a file: CSV (values, or `timestamp,value`) or a Prometheus
+//! `query_range` JSON response.
+//!
+//! The format is told by the first non-blank character: `{` is JSON, anything else
+//! CSV. NaN and ±Inf samples are dropped and counted; anything else that is not a
+//! number is an error that names the line (CSV) or the JSON path.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::series::Series;
+
+/// Largest file read, in bytes: far above a week of minutely samples per series.
+pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
+
+/// What a file held.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct FileSeries {
+    /// The series, in file order.
+    pub series: Vec<Series>,
+    /// Samples dropped because their value was NaN or infinite.
+    pub dropped_non_finite: usize,
+}
+
+/// Why a file could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    /// The file could not be opened or read.
+    #[error("cannot read {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file exceeds [`MAX_FILE_BYTES`].
+    #[error("{path} is {bytes} bytes, over the limit of {MAX_FILE_BYTES}; split it")]
+    TooLarge {
+        /// The file.
+        path: PathBuf,
+        /// Its size.
+        bytes: u64,
+    },
+    /// A CSV line is malformed.
+    #[error("{path} line {line}: {message}")]
+    Csv {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: u64,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// The JSON is malformed or not a `query_range` response.
+    #[error("{path}: {location}: {message}")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// `line L column C` for syntax errors, else a JSON path such as `data.result[0].values[3][1]`.
+        location: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+    /// The response reports a query error.
+    #[error("{path}: the response reports an error ({error_type}): {message}")]
+    QueryFailed {
+        /// The file.
+        path: PathBuf,
+        /// Prometheus's `errorType`.
+        error_type: String,
+        /// Prometheus's `error`.
+        message: String,
+    },
+}
+
+/// A parse failure before the path is attached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ParseError {
+    /// CSV: 1-based line and message.
+    Csv(u64, String),
+    /// JSON: location and message.
+    Json(String, String),
+    /// A `status: error` response: error type and message.
+    Query(String, String),
+}
+
+impl ParseError {
+    fn at(self, path: &Path) -> FileError {
+        let path = path.to_path_buf();
+        match self {
+            ParseError::Csv(line, message) => FileError::Csv {
+                path,
+                line,
+                message,
+            },
+            ParseError::Json(location, message) => FileError::Json {
+                path,
+                location,
+                message,
+            },
+            ParseError::Query(error_type, message) => FileError::QueryFailed {
+                path,
+                error_type,
+                message,
+            },
+        }
+    }
+}
+
+/// Reads `path`. Rows of a one-column CSV are `values_step` seconds apart from t = 0.
+pub fn read_file(path: &Path, values_step: f64) -> Result<FileSeries, FileError> {
+    let io = |source| FileError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = std::fs::metadata(path).map_err(io)?.len();
+    if bytes > MAX_FILE_BYTES {
+        return Err(FileError::TooLarge {
+            path: path.to_path_buf(),
+            bytes,
+        });
+    }
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    parse(&text, values_step).map_err(|e| e.at(path))
+}
+
+/// Parses file contents (CSV or JSON, by the first non-blank character).
+pub fn parse(text: &str, values_step: f64) -> Result<FileSeries, ParseError> {
+    if text.trim_start().starts_with('{') {
+        parse_query_range(text)
+    } else {
+        parse_csv(text, values_step)
+    }
+}
+
+/// A sample value: `Ok(None)` for NaN/Inf (to be dropped), `Err` when not a number.
+fn sample_value(s: &str) -> Result<Option<f64>, ()> {
+    let v: f64 = s.trim().parse().map_err(|_| ())?;
+    Ok(v.is_finite().then_some(v))
+}
+
+/// Parses CSV: one column of values or `timestamp,value`, an optional header row.
+pub fn parse_csv(text: &str, values_step: f64) -> Result<FileSeries, ParseError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .trim(csv::Trim::All)
+        .comment(Some(b'#'))
+        .from_reader(text.as_bytes());
+    let mut out = FileSeries::default();
+    let mut points = Vec::new();
+    let mut columns: Option<usize> = None;
+    let mut row = 0usize;
+    for (index, record) in reader.records().enumerate() {
+        let record = record.map_err(|e| {
+            let line = e.position().map_or(0, |p| p.line());
+            ParseError::Csv(line, format!("unreadable CSV: {e}"))
+        })?;
+        let line = record.position().map_or(index as u64 + 1, |p| p.line());
+        if record.iter().all(str::is_empty) {
+            continue;
+        }
+        let width = record.len();
+        if width > 2 {
+            return Err(ParseError::Csv(
+                line,
+                format!("{width} columns; expected one column of values or `timestamp,value`"),
+            ));
+        }
+        if columns.is_none() && is_header(&record) {
+            columns = Some(width);
+            continue;
+        }
+        let expected = *columns.get_or_insert(width);
+        if width != expected {
+            return Err(ParseError::Csv(
+                line,
+                format!("{width} column(s) where earlier rows have {expected}"),
+            ));
+        }
+        let (t, raw) = if width == 1 {
+            (row as f64 * values_step, &record[0])
+        } else {
+            let t: f64 = record[0].parse().map_err(|_| {
+                ParseError::Csv(
+                    line,
+                    format!("timestamp `{}` is not a number of unix seconds", &record[0]),
+                )
+            })?;
+            if !t.is_finite() {
+                return Err(ParseError::Csv(
+                    line,
+                    format!("timestamp `{}` is not finite", &record[0]),
+                ));
+            }
+            (t, &record[1])
+        };
+        row += 1;
+        match sample_value(raw) {
+            Ok(Some(v)) => points.push((t, v)),
+            Ok(None) => out.dropped_non_finite += 1,
+            Err(()) => {
+                return Err(ParseError::Csv(
+                    line,
+                    format!("value `{raw}` is not a number"),
+                ));
+            }
+        }
+    }
+    if !points.is_empty() {
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        out.series.push(Series::from_points(points));
+    }
+    Ok(out)
+}
+
+/// A first row with a field that is not a number (nor NaN/Inf) is a header.
+fn is_header(record: &csv::StringRecord) -> bool {
+    record.iter().any(|f| sample_value(f).is_err())
+}
+
+/// Parses a Prometheus `query_range` response (or its `data` object): every series
+/// of the matrix.
+pub fn parse_query_range(text: &str) -> Result<FileSeries, ParseError> {
+    let root: Value = serde_json::from_str(text).map_err(|e| {
+        ParseError::Json(
+            format!("line {} column {}", e.line(), e.column()),
+            format!("not valid JSON: {e}"),
+        )
+    })?;
+    if root.get("status").and_then(Value::as_str) == Some("error") {
+        let field = |k: &str| {
+            root.get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        return Err(ParseError::Query(field("errorType"), field("error")));
+    }
+    let (data, prefix) = match root.get("data") {
+        Some(d) => (d, "data."),
+        None => (&root, ""),
+    };
+    let json_err = |path: String, msg: &str| ParseError::Json(path, msg.to_string());
+    match data.get("resultType").and_then(Value::as_str) {
+        Some("matrix") => {}
+        Some(other) => {
+            return Err(json_err(
+                format!("{prefix}resultType"),
+                &format!("is `{other}`; export a range query (`/api/v1/query_range`), which returns a matrix"),
+            ))
+        }
+        None => {
+            return Err(json_err(
+                format!("{prefix}resultType"),
+                "missing; expected a Prometheus query_range response",
+            ))
+        }
+    }
+    let result = data
+        .get("result")
+        .and_then(Value::as_array)
+        .ok_or_else(|| json_err(format!("{prefix}result"), "missing or not an array"))?;
+    let mut out = FileSeries::default();
+    for (i, item) in result.iter().enumerate() {
+        let here = format!("{prefix}result[{i}]");
+        let series = parse_matrix_item(item, &here, &mut out.dropped_non_finite)?;
+        out.series.push(series);
+    }
+    Ok(out)
+}
+
+fn parse_matrix_item(item: &Value, here: &str, dropped: &mut usize) -> Result<Series, ParseError> {
+    let err = |path: String, msg: &str| ParseError::Json(path, msg.to_string());
+    let mut labels = BTreeMap::new();
+    if let Some(metric) = item.get("metric") {
+        let metric = metric
+            .as_object()
+            .ok_or_else(|| err(format!("{here}.metric"), "is not an object"))?;
+        for (k, v) in metric {
+            let v = v
+                .as_str()
+                .ok_or_else(|| err(format!("{here}.metric.{k}"), "label value is not a string"))?;
+            labels.insert(k.clone(), v.to_string());
+        }
+    }
+    let values = item
+        .get("values")
+        .and_then(Value::as_array)
+        .ok_or_else(|| err(format!("{here}.values"), "missing or not an array"))?;
+    let mut points = Vec::with_capacity(values.len());
+    for (j, pair) in values.iter().enumerate() {
+        let at = format!("{here}.values[{j}]");
+        let pair = pair
+            .as_array()
+            .filter(|p| p.len() == 2)
+            .ok_or_else(|| err(at.clone(), "expected [timestamp, \"value\"]"))?;
+        let t = pair[0]
+            .as_f64()
+            .filter(|t| t.is_finite())
+            .ok_or_else(|| err(format!("{at}[0]"), "timestamp is not a number"))?;
+        let raw = pair[1]
+            .as_str()
+            .ok_or_else(|| err(format!("{at}[1]"), "value is not a string such as \"0.5\""))?;
+        match sample_value(raw) {
+            Ok(Some(v)) => points.push((t, v)),
+            Ok(None) => *dropped += 1,
+            Err(()) => {
+                return Err(err(
+                    format!("{at}[1]"),
+                    &format!("value `{raw}` is not a number"),
+                ))
+            }
+        }
+    }
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    Ok(Series { labels, points })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_with_header_and_timestamps_drops_non_finite() {
+        let fs = parse("time,value\n10,1.5\n20,NaN\n30,+Inf\n40,2\n", 1.0).unwrap();
+        assert_eq!(fs.series.len(), 1);
+        assert_eq!(fs.series[0].points, vec![(10.0, 1.5), (40.0, 2.0)]);
+        assert_eq!(fs.dropped_non_finite, 2);
+    }
+
+    #[test]
+    fn one_column_rows_are_spaced_by_the_step() {
+        let fs = parse("3\n4\nnan\n6\n", 60.0).unwrap();
+        assert_eq!(
+            fs.series[0].points,
+            vec![(0.0, 3.0), (60.0, 4.0), (180.0, 6.0)]
+        );
+    }
+
+    #[test]
+    fn bad_csv_names_the_line() {
+        match parse("1,2\n2,3\n3,abc\n", 1.0) {
+            Err(ParseError::Csv(3, msg)) => assert!(msg.contains("abc"), "{msg}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(parse("1\n2,3\n", 1.0), Err(ParseError::Csv(2, _))));
+        assert!(matches!(parse("1,2,3\n", 1.0), Err(ParseError::Csv(1, _))));
+        assert!(matches!(
+            parse("t,v\nx,3\n", 1.0),
+            Err(ParseError::Csv(2, _))
+        ));
+    }
+
+    #[test]
+    fn query_range_takes_every_series_with_labels() {
+        let json = r#"{"status":"success","data":{"resultType":"matrix","result":[
+            {"metric":{"uuid":"GPU-a"},"values":[[1,"0.5"],[2,"NaN"],[3,"0.7"]]},
+            {"metric":{"uuid":"GPU-b"},"values":[[1,"1"]]}]}}"#;
+        let fs = parse(json, 1.0).unwrap();
+        assert_eq!(fs.series.len(), 2);
+        assert_eq!(fs.series[0].labels["uuid"], "GPU-a");
+        assert_eq!(fs.series[0].points, vec![(1.0, 0.5), (3.0, 0.7)]);
+        assert_eq!(fs.dropped_non_finite, 1);
+    }
+
+    #[test]
+    fn bad_json_names_the_place() {
+        match parse("{\n\"status\": \"success\",\n\"data\": [", 1.0) {
+            Err(ParseError::Json(loc, _)) => assert!(loc.starts_with("line 3"), "{loc}"),
+            other => panic!("{other:?}"),
+        }
+        let bad_value =
+            r#"{"data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"x"]]}]}}"#;
+        match parse(bad_value, 1.0) {
+            Err(ParseError::Json(loc, _)) => assert_eq!(loc, "data.result[0].values[0][1]"),
+            other => panic!("{other:?}"),
+        }
+        let vector = r#"{"data":{"resultType":"vector","result":[]}}"#;
+        assert!(
+            matches!(parse(vector, 1.0), Err(ParseError::Json(loc, _)) if loc == "data.resultType")
+        );
+        let failed = r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#;
+        assert_eq!(
+            parse(failed, 1.0),
+            Err(ParseError::Query("bad_data".into(), "parse error".into()))
+        );
+    }
+}
