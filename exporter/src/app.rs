@@ -7,8 +7,8 @@ use crate::backend::sim::{Scenario, ScenarioError, SimBackend};
 use crate::backend::Backend;
 use crate::cli::{GpuSource, ServeArgs};
 use crate::collector::default_collectors;
+use crate::collector::kernels::KernelCollector;
 use crate::collector::runner::Collection;
-use crate::collector::Collector;
 use crate::kernels::{KernelLimits, KernelListener, ListenerError, DEFAULT_SOCKET_PATH};
 use crate::registry::SnapshotStore;
 use crate::server::listen::ListenError;
@@ -83,13 +83,10 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
     let kind = backend.kind();
     let gpus = backend.devices().len();
     let mut collection = Collection::new(backend, default_collectors());
-    let kernels = match kernel_listener(args)? {
-        Some((listener, collector)) => {
-            collection.add_collector(collector);
-            Some(listener)
-        }
-        None => None,
-    };
+    let kernels = kernel_listener(args)?;
+    if let Some(listener) = &kernels {
+        collection.add_collector(Box::new(KernelCollector::new(listener.store())));
+    }
     let collecting = collection.spawn(args.collect_interval, store);
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -121,14 +118,12 @@ pub fn open_backend(source: &GpuSource) -> Result<Arc<dyn Backend>, StartError> 
 /// The kernel statistics listener, unless `--no-kernels`. The default path needs
 /// root (`/run`); when it cannot be used the exporter runs on without kernel
 /// metrics, but a path the operator chose must work.
-fn kernel_listener(
-    args: &ServeArgs,
-) -> Result<Option<(KernelListener, Box<dyn Collector>)>, StartError> {
+fn kernel_listener(args: &ServeArgs) -> Result<Option<KernelListener>, StartError> {
     if args.no_kernels {
         return Ok(None);
     }
-    match crate::kernels::start(&args.kernels_socket_path, KernelLimits::default()) {
-        Ok(started) => Ok(Some(started)),
+    match KernelListener::spawn(&args.kernels_socket_path, KernelLimits::default()) {
+        Ok(listener) => Ok(Some(listener)),
         Err(e) if args.kernels_socket_path.as_os_str() == DEFAULT_SOCKET_PATH => {
             tracing::warn!(
                 error = %e,
