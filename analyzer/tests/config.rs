@@ -153,3 +153,17 @@ fn a_missing_file_is_named() {
     let err = Config::load(std::path::Path::new("/nonexistent/analyzer.toml")).unwrap_err();
     assert!(err.to_string().contains("/nonexistent/analyzer.toml"));
 }
+
+#[test]
+fn the_documented_example_config_is_valid() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/analyzer.md"))
+        .unwrap();
+    let start = doc
+        .find("```toml\n")
+        .expect("docs/analyzer.md has a TOML example")
+        + 8;
+    let len = doc[start..].find("```").unwrap();
+    let c = Config::parse(&doc[start..start + len]).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(c.signals.len(), 2);
+    assert!(c.signals[1].capacity.is_some());
+}

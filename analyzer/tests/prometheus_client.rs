@@ -379,3 +379,23 @@ fn a_non_http_url_is_refused() {
         .unwrap_err();
     assert_eq!(err.exit_code(), ExitCode::Usage);
 }
+
+#[tokio::test]
+async fn a_silent_server_times_out_and_is_retried() {
+    let server = FakeServer::start(|req, n| {
+        if n == 1 {
+            std::thread::sleep(Duration::from_millis(800));
+        }
+        (200, one_series_on_grid(req))
+    });
+    let mut o = ClientOptions::new(server.url());
+    o.retry = fast_retries(2);
+    o.timeout = Duration::from_millis(300);
+    let result = PrometheusClient::new(o)
+        .unwrap()
+        .query_range("x", range(5, 15.0), |_| true)
+        .await
+        .unwrap();
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(result.series.len(), 1);
+}

@@ -39,24 +39,29 @@ impl FakeServer {
         let addr = listener.local_addr().unwrap();
         let requests = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&requests);
+        let handler = Arc::new(handler);
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(mut stream) = stream else { return };
-                let Some(req) = read_request(&mut stream) else {
-                    continue;
-                };
-                let n = {
-                    let mut seen = seen.lock().unwrap();
-                    seen.push(req.clone());
-                    seen.len()
-                };
-                let (status, body) = handler(&req, n);
-                let head = format!(
-                    "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                );
-                let _ = stream.write_all(head.as_bytes());
-                let _ = stream.write_all(body.as_bytes());
+                let (seen, handler) = (Arc::clone(&seen), Arc::clone(&handler));
+                // One thread per connection, so a slow answer does not hold up retries.
+                std::thread::spawn(move || {
+                    let Some(req) = read_request(&mut stream) else {
+                        return;
+                    };
+                    let n = {
+                        let mut seen = seen.lock().unwrap();
+                        seen.push(req.clone());
+                        seen.len()
+                    };
+                    let (status, body) = handler(&req, n);
+                    let head = format!(
+                        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(head.as_bytes());
+                    let _ = stream.write_all(body.as_bytes());
+                });
             }
         });
         FakeServer { addr, requests }
