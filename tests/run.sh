@@ -67,6 +67,18 @@ for component in rustfmt clippy; do
   fi
 done
 
+step "versions"
+{
+  rustc --version
+  cargo --version
+  # shellcheck disable=SC2016 # dpkg-query's format, not a shell expansion
+  if command -v dpkg-query >/dev/null 2>&1; then
+    dpkg-query -W -f '${Package} ${Version}\n' prometheus prometheus-pushgateway victoria-metrics 2>/dev/null || true
+  else
+    prometheus --version 2>&1 | head -n 1
+  fi
+} | sed 's/^/    /'
+
 # --- Checks ---------------------------------------------------------------------------
 step "cargo fmt --all --check"
 cargo fmt --all --check || die "formatting differs (diff above): run 'cargo fmt --all'"

@@ -3,6 +3,14 @@
 //! Data flows source → analysis → sink.
 
 pub mod analysis;
+pub mod cli;
+pub mod commands;
+pub mod config;
+pub mod error;
 pub mod offline;
+pub mod pipeline;
+pub mod retry;
 pub mod series;
+pub mod shard;
+pub mod sink;
 pub mod source;

@@ -24,6 +24,7 @@
 #   LAT_SECONDS    seconds per latency run (default 5)
 #   LAT_REPS       latency runs per HTTP subject (default 5)
 #   CONCURRENCY    scrapers in a latency run (default 50)
+#   LAT_GZIP       1: latency runs send Accept-Encoding: gzip, as Prometheus does (default 0)
 #   BENCH_OUT      where bench-table.md and bench-raw.tar.gz go (default $OUT, else
 #                  a new temporary folder)
 # Exit: 0 done, 1 a subject failed to start or died, 2 bad settings.
@@ -36,9 +37,10 @@ cd "$(dirname "$0")/../.." || die "cannot enter the repository root"
 HERE=bench/exporter
 
 DURATION=${DURATION:-300}; WINDOW=${WINDOW:-30}; SCRAPE_EVERY=${SCRAPE_EVERY:-1}
-LAT_SECONDS=${LAT_SECONDS:-5}; LAT_REPS=${LAT_REPS:-5}; CONCURRENCY=${CONCURRENCY:-50}
+LAT_SECONDS=${LAT_SECONDS:-5}; LAT_REPS=${LAT_REPS:-5}; CONCURRENCY=${CONCURRENCY:-50}; LAT_GZIP=${LAT_GZIP:-0}
 num DURATION "$DURATION" 5 3600; num WINDOW "$WINDOW" 1 3600; num SCRAPE_EVERY "$SCRAPE_EVERY" 0 60
-num LAT_SECONDS "$LAT_SECONDS" 1 600; num LAT_REPS "$LAT_REPS" 1 50; num CONCURRENCY "$CONCURRENCY" 1 1024
+num LAT_SECONDS "$LAT_SECONDS" 1 600; num LAT_REPS "$LAT_REPS" 1 50; num CONCURRENCY "$CONCURRENCY" 1 1024; num LAT_GZIP "$LAT_GZIP" 0 1
+GZIP_FLAG=(); (( LAT_GZIP )) && GZIP_FLAG=(--gzip)
 (( WINDOW <= DURATION )) || die "WINDOW=$WINDOW is longer than DURATION=$DURATION" 2
 
 pick() { for f in "$@"; do [[ -x "$f" ]] && { echo "$f"; return 0; }; done; return 1; }
@@ -107,7 +109,7 @@ wait_ready() { # name
   echo "host: $(nproc) CPUs, $(uname -sr)"
   (( HAVE_SMI )) && echo "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "settings: DURATION=$DURATION WINDOW=$WINDOW SCRAPE_EVERY=$SCRAPE_EVERY LAT_SECONDS=$LAT_SECONDS LAT_REPS=$LAT_REPS CONCURRENCY=$CONCURRENCY"
+  echo "settings: DURATION=$DURATION WINDOW=$WINDOW SCRAPE_EVERY=$SCRAPE_EVERY LAT_SECONDS=$LAT_SECONDS LAT_REPS=$LAT_REPS CONCURRENCY=$CONCURRENCY LAT_GZIP=$LAT_GZIP"
 } > "$WORK/meta.txt"
 
 start_http poolprof "$EXPORTER_CMD"
@@ -174,7 +176,7 @@ for ((r = 1; r <= LAT_REPS; r++)); do
     [[ -n "${PORT[$s]:-}" ]] || continue
     kill -0 "${PID[$s]}" 2>/dev/null || die "$s died before latency run $r"
     line=$("$SCRAPE_LOAD" --url "http://127.0.0.1:${PORT[$s]}/metrics" --concurrency "$CONCURRENCY" \
-      --threads 4 --duration "${LAT_SECONDS}s" --timeout 5s --format kv 2>&1 | tail -1)
+      --threads 4 --duration "${LAT_SECONDS}s" --timeout 5s --format kv "${GZIP_FLAG[@]}" 2>&1 | tail -1)
     printf '%s\t%d\t%s\n' "$s" "$r" "$line" >> "$WORK/latency.tsv"
   done
 done

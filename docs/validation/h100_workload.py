@@ -29,6 +29,7 @@ KEY_ROWS = [
     ("SM occupancy", "poolprof_gpu_sm_occupancy_ratio", {}),
     ("graphics engine active", "poolprof_gpu_graphics_engine_active_ratio", {}),
     ("GPU utilization", "poolprof_gpu_utilization_ratio", {}),
+    ("memory controller utilization", "poolprof_gpu_memory_controller_utilization_ratio", {}),
 ]
 SKIP_LABELS = {"gpu", "uuid", "pci_bus_id", "name"}
 
@@ -105,13 +106,13 @@ def elementwise(torch, seconds):
     return f"{passes} elementwise passes over {numel * 4 >> 30} GiB, {passes * 8 * numel / elapsed / 1e9:.0f} GB/s"
 
 
-def medians(scrapes, phase, skip, gpu, pid):
-    """Median of every GPU-0 series (and this process's series) over a phase."""
+def medians(scrapes, phase, skip, gpu):
+    """Median of every GPU-0 series over a phase."""
     values = {}
     taken = [s for s in scrapes if s[0] == phase][skip:]
     for _, _, text in taken:
         for name, labels, value in parse(text):
-            if labels.get("gpu", gpu) != gpu or ("pid" in labels and labels["pid"] != pid):
+            if labels.get("gpu", gpu) != gpu:
                 continue
             key = (name, tuple(sorted((k, v) for k, v in labels.items() if k not in SKIP_LABELS)))
             values.setdefault(key, []).append(value)
@@ -167,12 +168,14 @@ def main():
     per_phase = {}
     counts = {}
     for p in phases:
-        per_phase[p], counts[p] = medians(scraper.scrapes, p, args.skip, gpu, pid)
+        per_phase[p], counts[p] = medians(scraper.scrapes, p, args.skip, gpu)
 
     def value(p, name, want):
         for (n, labels), v in per_phase[p].items():
             if n == name and all(dict(labels).get(k) == w for k, w in want.items()):
                 return v
+        if "pid" in want:  # in a container NVML reports host pids: take any process
+            return value(p, name, {k: w for k, w in want.items() if k != "pid"})
         return None
 
     lines = [f"device: {device}; scrapes per phase after dropping {args.skip}: "
@@ -182,8 +185,8 @@ def main():
     power = next((n for (n, _) in per_phase["gemm"] if n.startswith("poolprof_gpu_power") and n.endswith("_watts")
                   and "limit" not in n), None)
     rows = KEY_ROWS + ([("power W", power, {})] if power else [])
-    rows += [("this process: SM util", "poolprof_process_sm_utilization_ratio", {"pid": pid}),
-             ("this process: memory B", "poolprof_process_gpu_memory_bytes", {"pid": pid})]
+    rows += [("workload process: SM util", "poolprof_process_sm_utilization_ratio", {"pid": pid}),
+             ("workload process: memory B", "poolprof_process_gpu_memory_bytes", {"pid": pid})]
     for title, name, want in rows:
         lines.append(f"| {title} | " + " | ".join(fmt(value(p, name, want)) for p in phases) + " |")
     tensor = {p: value(p, "poolprof_gpu_tensor_active_ratio", {"kind": "any"}) for p in phases}

@@ -301,6 +301,55 @@ async fn a_client_that_never_finishes_its_headers_is_dropped() {
 }
 
 #[tokio::test]
+async fn a_client_that_sends_nothing_is_dropped() {
+    use tokio::io::AsyncReadExt;
+    let options = ServerOptions {
+        header_read_timeout: Duration::from_millis(300),
+        ..ServerOptions::default()
+    };
+    let server = start(options, routes(true));
+    let mut silent = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut buffer = Vec::new();
+    let closed =
+        tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut buffer)).await;
+    assert!(closed.is_ok(), "the server closes a silent connection");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn connections_beyond_the_cap_wait_for_a_free_one() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let options = ServerOptions {
+        max_connections: 1,
+        ..ServerOptions::default()
+    };
+    let server = start(options, routes(true));
+    let first = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    let mut second = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    second
+        .write_all(b"GET /-/healthy HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut response = Vec::new();
+    let early = tokio::time::timeout(
+        Duration::from_millis(300),
+        second.read_to_end(&mut response),
+    )
+    .await;
+    assert!(
+        early.is_err(),
+        "the second connection waits while the first is open"
+    );
+    drop(first);
+    tokio::time::timeout(Duration::from_secs(5), second.read_to_end(&mut response))
+        .await
+        .expect("served once the first connection closed")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&response).starts_with("HTTP/1.1 200"));
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn shutdown_lets_an_in_flight_request_finish() {
     let gate = Arc::new(Gate {
         inside: AtomicUsize::new(0),

@@ -19,6 +19,7 @@ impl Exporter {
     /// `/-/ready`, which holds once a collection has succeeded.
     ///
     /// `args` choose the backend, e.g. `["--simulate", "6", "--collect-interval", "1s"]`.
+    /// The exporter runs in its own temporary directory: pass file paths absolute.
     pub fn start(args: &[&str]) -> Exporter {
         let bin = workspace_bin(EXPORTER_BIN);
         let command = |port: u16, dir: &Path| {

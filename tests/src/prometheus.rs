@@ -24,6 +24,8 @@ pub struct ScrapeJob {
     pub targets: Vec<String>,
     /// Path to scrape; Prometheus's default `/metrics` when `None`.
     pub metrics_path: Option<String>,
+    /// Keep the target's own `job`/`instance` labels (a Pushgateway's groups).
+    pub honor_labels: bool,
 }
 
 /// What to start Prometheus with.
@@ -65,6 +67,19 @@ impl PrometheusConfig {
             name: job.to_string(),
             targets: targets.iter().map(|t| t.to_string()).collect(),
             metrics_path: None,
+            honor_labels: false,
+        });
+        self
+    }
+
+    /// Adds a job scraping a Pushgateway at `target` with `honor_labels: true`, so pushed
+    /// groups keep their own `job` and `instance`.
+    pub fn with_pushgateway_job(mut self, job: &str, target: &str) -> PrometheusConfig {
+        self.jobs.push(ScrapeJob {
+            name: job.to_string(),
+            targets: vec![target.to_string()],
+            metrics_path: None,
+            honor_labels: true,
         });
         self
     }
@@ -81,6 +96,9 @@ impl PrometheusConfig {
                 });
                 if let Some(path) = &job.metrics_path {
                     entry["metrics_path"] = json!(path);
+                }
+                if job.honor_labels {
+                    entry["honor_labels"] = json!(true);
                 }
                 entry
             })
@@ -247,6 +265,10 @@ mod tests {
             parsed["scrape_configs"][0]["static_configs"][0]["targets"][0],
             "127.0.0.1:1"
         );
+        assert!(parsed["scrape_configs"][0].get("honor_labels").is_none());
+        let pushgw = PrometheusConfig::default().with_pushgateway_job("pushgateway", "127.0.0.1:2");
+        let parsed: serde_json::Value = serde_json::from_str(&pushgw.to_yaml()).unwrap();
+        assert_eq!(parsed["scrape_configs"][0]["honor_labels"], true);
     }
 
     #[test]

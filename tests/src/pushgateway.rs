@@ -21,6 +21,9 @@ impl Pushgateway {
             let mut command = Command::new(PUSHGATEWAY_BIN);
             command
                 .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+                // Debian's build defaults to /var/lib/prometheus/pushgateway.data, which
+                // every test's Pushgateway would load and write: keep groups in memory.
+                .arg("--persistence.file=")
                 .current_dir(dir);
             command
         };

@@ -1,3 +1,4 @@
 //! Where series come from: Prometheus-compatible servers and files.
 
 pub mod file;
+pub mod prometheus;

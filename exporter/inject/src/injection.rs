@@ -9,6 +9,7 @@ use crate::cupti::{self, DutyThread};
 use crate::sender::{self, Sender, SenderHandle};
 use crate::wire::Hello;
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, Once};
 use std::time::Duration;
 
@@ -16,6 +17,9 @@ use std::time::Duration;
 pub const EXIT_FLUSH_TIMEOUT: Duration = Duration::from_millis(500);
 
 static INIT: Once = Once::new();
+/// The process that started the threads: a forked child inherits the state but not
+/// the threads, and must not wait for them at exit.
+static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 static RUNNING: Mutex<Option<(SenderHandle, Option<DutyThread>)>> = Mutex::new(None);
 
 /// Called by the CUDA driver during `cuInit` when `CUDA_INJECTION64_PATH` points at
@@ -49,6 +53,7 @@ fn initialize() -> Result<(), String> {
     })?;
     let duty = cupti::spawn_duty_cycle(config.duty);
     *RUNNING.lock().unwrap_or_else(|p| p.into_inner()) = Some((handle, duty));
+    OWNER_PID.store(std::process::id(), Ordering::Relaxed);
     // SAFETY: registering a plain extern "C" function; failure only loses the exit flush.
     if unsafe { libc::atexit(at_exit) } != 0 {
         eprintln!(
@@ -74,6 +79,9 @@ fn hello(config: &Config) -> Hello {
 
 /// Sends what is left before the process exits.
 extern "C" fn at_exit() {
+    if OWNER_PID.load(Ordering::Relaxed) != std::process::id() {
+        return;
+    }
     let _ = std::panic::catch_unwind(|| {
         let running = RUNNING.lock().unwrap_or_else(|p| p.into_inner()).take();
         if let Some((handle, duty)) = running {

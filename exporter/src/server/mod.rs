@@ -4,9 +4,11 @@
 //! in-flight requests on shutdown.
 
 pub mod auth;
+pub mod cert_reload;
 pub mod limit;
 pub mod listen;
 pub mod negotiate;
+pub mod pem;
 pub mod routes;
 pub mod tls;
 pub mod web_config;
@@ -30,7 +32,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio_rustls::TlsAcceptor;
 use web_config::{WebConfig, WebConfigError};
 
@@ -45,6 +47,9 @@ pub type HandlerFuture<'a> = Pin<Box<dyn Future<Output = Response<Body>> + Send 
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a TLS client may take to finish its handshake.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default cap on open connections; beyond it new connections wait in the kernel's
+/// accept queue, so a flood of idle clients cannot exhaust file descriptors.
+pub const MAX_CONNECTIONS: usize = 1024;
 /// How long shutdown waits for in-flight requests before giving up on them.
 pub const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -70,6 +75,8 @@ pub struct ServerOptions {
     pub web_config: Option<WebConfig>,
     /// How long a client may take to send its request headers.
     pub header_read_timeout: Duration,
+    /// Most connections open at once.
+    pub max_connections: usize,
 }
 
 impl Default for ServerOptions {
@@ -78,6 +85,7 @@ impl Default for ServerOptions {
             max_requests: 40,
             web_config: None,
             header_read_timeout: HEADER_READ_TIMEOUT,
+            max_connections: MAX_CONNECTIONS,
         }
     }
 }
@@ -96,6 +104,7 @@ pub struct BoundServer {
 
 struct Pipeline {
     header_read_timeout: Duration,
+    connections: Arc<Semaphore>,
     limit: RequestLimit,
     auth: Option<BasicAuth>,
     extra_headers: Vec<(HeaderName, HeaderValue)>,
@@ -118,6 +127,9 @@ impl Server {
         };
         let auth = (!web.basic_auth_users.is_empty())
             .then(|| BasicAuth::new(web.basic_auth_users.clone()));
+        if auth.is_some() && tls.is_none() {
+            tracing::warn!(file = %web.file.display(), "basic auth without tls_server_config: passwords cross the network in clear text");
+        }
         let extra_headers = web
             .headers
             .iter()
@@ -130,6 +142,9 @@ impl Server {
             .collect();
         let pipeline = Pipeline {
             header_read_timeout: options.header_read_timeout,
+            connections: Arc::new(Semaphore::new(
+                options.max_connections.clamp(1, Semaphore::MAX_PERMITS),
+            )),
             limit: RequestLimit::new(options.max_requests),
             auth,
             extra_headers,
@@ -207,6 +222,13 @@ async fn accept_loop(
     alive: mpsc::Sender<Infallible>,
 ) {
     loop {
+        let permit = tokio::select! {
+            permit = pipeline.connections.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+            _ = stop.wait_for(|stopped| *stopped) => return,
+        };
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             _ = stop.wait_for(|stopped| *stopped) => return,
@@ -227,7 +249,7 @@ async fn accept_loop(
             pipeline.clone(),
             tls.clone(),
             stop.clone(),
-            alive.clone(),
+            (alive.clone(), permit),
         ));
     }
 }
@@ -238,7 +260,7 @@ async fn connection(
     pipeline: Arc<Pipeline>,
     tls: Option<TlsAcceptor>,
     stop: watch::Receiver<bool>,
-    _alive: mpsc::Sender<Infallible>,
+    _held: (mpsc::Sender<Infallible>, OwnedSemaphorePermit),
 ) {
     let Some(acceptor) = tls else {
         return serve_http(tcp, pipeline, stop).await;

@@ -1,11 +1,11 @@
 //! Builds the rustls server configuration (ring provider) from `tls_server_config`,
 //! loading and checking every certificate and key before the server starts.
 
-use super::web_config::{ClientAuth, PemSource, TlsSettings, TlsVersion, WebConfigError};
+use super::cert_reload::{ReloadingCert, CHECK_EVERY};
+use super::pem::load_roots;
+use super::web_config::{ClientAuth, TlsSettings, TlsVersion, WebConfigError};
 use rustls::server::WebPkiClientVerifier;
-use rustls::{RootCertStore, ServerConfig};
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::ServerConfig;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -20,9 +20,14 @@ pub fn server_config(
         field: format!("tls_server_config.{field}"),
         message,
     };
-    let certs = load_certs(&settings.cert).map_err(|m| invalid("cert_file", m))?;
-    let key = load_key(&settings.key).map_err(|m| invalid("key_file", m))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let pair = ReloadingCert::load(
+        settings.cert.clone(),
+        settings.key.clone(),
+        provider.clone(),
+        CHECK_EVERY,
+    )
+    .map_err(|e| invalid(e.field, e.message))?;
     let versions = protocol_versions(settings.min_version, settings.max_version);
     let builder = ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&versions)
@@ -43,12 +48,7 @@ pub fn server_config(
         }
         _ => builder.with_no_client_auth(),
     };
-    let mut config = builder.with_single_cert(certs, key).map_err(|e| {
-        invalid(
-            "key_file",
-            format!("does not match cert_file or cannot be used: {e}"),
-        )
-    })?;
+    let mut config = builder.with_cert_resolver(Arc::new(pair));
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
@@ -65,43 +65,6 @@ fn protocol_versions(
     .filter(|(v, _)| (min..=max).contains(v))
     .map(|(_, version)| version)
     .collect()
-}
-
-fn read_pem(source: &PemSource) -> Result<(Vec<u8>, String), String> {
-    match source {
-        PemSource::File(path) => std::fs::read(path)
-            .map(|bytes| (bytes, path.display().to_string()))
-            .map_err(|e| format!("cannot read {}: {e}", path.display())),
-        PemSource::Inline(pem) => Ok((pem.as_bytes().to_vec(), "inline PEM".to_string())),
-    }
-}
-
-fn load_certs(source: &PemSource) -> Result<Vec<CertificateDer<'static>>, String> {
-    let (bytes, origin) = read_pem(source)?;
-    let certs = CertificateDer::pem_slice_iter(&bytes)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("{origin}: not valid PEM: {e}"))?;
-    if certs.is_empty() {
-        return Err(format!("{origin}: no CERTIFICATE block found"));
-    }
-    Ok(certs)
-}
-
-fn load_key(source: &PemSource) -> Result<PrivateKeyDer<'static>, String> {
-    let (bytes, origin) = read_pem(source)?;
-    PrivateKeyDer::from_pem_slice(&bytes)
-        .map_err(|e| format!("{origin}: no usable PKCS#8, PKCS#1 or SEC1 private key: {e}"))
-}
-
-fn load_roots(source: &PemSource) -> Result<RootCertStore, String> {
-    let certs = load_certs(source)?;
-    let mut roots = RootCertStore::empty();
-    for cert in certs {
-        roots
-            .add(cert)
-            .map_err(|e| format!("not a usable CA certificate: {e}"))?;
-    }
-    Ok(roots)
 }
 
 #[cfg(test)]

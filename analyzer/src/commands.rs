@@ -1,0 +1,129 @@
+//! `run --once` and `serve`: the pipeline wired to its sinks.
+
+use tokio::sync::watch;
+
+use crate::cli::{RunArgs, ServeArgs};
+use crate::error::Error;
+use crate::pipeline::{Analyze, Pipeline, RunReport};
+use crate::sink::metrics::{self, Latest};
+use crate::sink::pushgateway::Pushgateway;
+use crate::sink::results;
+use crate::source::prometheus::PrometheusClient;
+
+/// Analyzes once; pushes the results as one group, or prints them without `--push`.
+pub async fn run_once<A: Analyze>(args: &RunArgs, analyses: A) -> Result<(), Error> {
+    if !args.once {
+        return Err(Error::Usage(
+            "run needs --once (it analyzes once and exits); use `serve` to run on a schedule"
+                .into(),
+        ));
+    }
+    let settings = args.common.settings()?;
+    // Check the sink before the (possibly long) analysis, so a typo fails fast.
+    let push = args
+        .push
+        .as_ref()
+        .map(|url| {
+            Pushgateway::new(
+                url,
+                &settings.shard.instance_label(),
+                settings.client.timeout,
+                settings.client.retry,
+            )
+        })
+        .transpose()?;
+    let client = PrometheusClient::new(settings.client)?;
+    let pipeline =
+        Pipeline::new(client, settings.config, settings.shard, analyses).with_end(settings.end);
+    let report = pipeline.run().await?;
+    log_summary(&report);
+    let text = results::render(&report, true).encode();
+    match push {
+        Some(gateway) => {
+            gateway.replace_group(text).await?;
+            tracing::info!(group = %gateway.group_url(), "results pushed");
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// Analyzes every `--interval` and serves the latest results on `--listen` until
+/// SIGINT or SIGTERM. A failed run keeps serving the previous results, marked stale.
+pub async fn serve<A: Analyze>(args: &ServeArgs, analyses: A) -> Result<(), Error> {
+    let settings = args.common.settings()?;
+    let client = PrometheusClient::new(settings.client)?;
+    let pipeline =
+        Pipeline::new(client, settings.config, settings.shard, analyses).with_end(settings.end);
+    let listener = metrics::bind(args.listen).await.map_err(Error::Runtime)?;
+    tracing::info!(listen = %args.listen, interval = ?args.interval, "serving results on /metrics");
+    let latest = Latest::default();
+    let (stop_tx, mut stop_rx) = watch::channel(false);
+    let server = {
+        let mut stop = stop_rx.clone();
+        tokio::spawn(metrics::serve(listener, latest.clone(), async move {
+            let _ = stop.wait_for(|s| *s).await;
+        }))
+    };
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    });
+    let mut last_good: Option<RunReport> = None;
+    let mut ticker = tokio::time::interval(args.interval);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = ticker.tick() => {}
+            _ = stop_rx.wait_for(|s| *s) => break,
+        }
+        match pipeline.run().await {
+            Ok(report) => {
+                log_summary(&report);
+                latest.publish(results::render(&report, true).encode());
+                last_good = Some(report);
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "analysis run failed; serving the previous results");
+                let stale = last_good.clone().unwrap_or_default();
+                latest.publish(results::render(&stale, false).encode());
+            }
+        }
+    }
+    let _ = server.await;
+    Ok(())
+}
+
+fn log_summary(report: &RunReport) {
+    let h = &report.health;
+    tracing::info!(
+        analyzed = h.series_analyzed,
+        skipped_no_samples = h.series_skipped_no_samples,
+        signals_empty = h.signals_empty,
+        dropped_nan = h.dropped.nan,
+        dropped_inf = h.dropped.inf,
+        seconds = format!("{:.2}", h.duration.as_secs_f64()),
+        "analysis run finished"
+    );
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,91 @@
+//! The real analyses behind the pipeline's [`Analyze`] seam: periodicity, then a
+//! forecast seasoned with the strongest period that fits, then the capacity crossing.
+
+use super::report::{
+    Analysis, AnalysisRequest, Analyze, FoundPeriod, HorizonForecast, ThresholdEta,
+};
+use crate::analysis::forecast::{self, Forecast, ForecastConfig, PeriodChoice};
+use crate::analysis::periodicity::{self, PeriodConfig, PeriodOutcome};
+use crate::series::Series;
+
+/// Periods, forecasts and time to threshold, with the detector's settings.
+#[derive(Debug, Clone, Default)]
+pub struct Analyses {
+    /// Detector settings; the step is taken from each request.
+    pub periods: PeriodConfig,
+}
+
+impl Analyze for Analyses {
+    fn analyze(&self, series: &Series, request: &AnalysisRequest) -> Analysis {
+        let step = request.step_seconds;
+        let config = PeriodConfig {
+            step_seconds: Some(step),
+            ..self.periods.clone()
+        };
+        let (periods, no_period_reason) = match periodicity::detect_periods(series, &config) {
+            PeriodOutcome::Periodic(p) => (p, None),
+            PeriodOutcome::NoPeriod { reason } => (Vec::new(), Some(reason)),
+        };
+        // The detector already ran: hand its answer to the forecast instead of `Auto`,
+        // which would detect again. A season must fit twice in the data to be modelled.
+        let season = periods
+            .iter()
+            .map(|p| p.period_seconds)
+            .find(|s| series.points.len() as f64 >= 2.0 * (s / step).round() + 2.0)
+            .map_or(PeriodChoice::None, PeriodChoice::Seconds);
+        let longest = request.horizons.iter().max().copied().unwrap_or_default();
+        let fc = ForecastConfig {
+            horizon_steps: ((longest.as_secs_f64() / step).ceil() as usize).max(1),
+            step_seconds: Some(step),
+            period: season,
+        };
+        let mut analysis = Analysis {
+            periods: periods
+                .iter()
+                .map(|p| FoundPeriod {
+                    period_seconds: p.period_seconds,
+                    strength: p.strength,
+                    confidence: p.confidence,
+                })
+                .collect(),
+            no_period_reason,
+            ..Analysis::default()
+        };
+        match forecast::forecast(series, &fc) {
+            Ok(f) => {
+                analysis.forecasts = at_horizons(&f, request);
+                analysis.time_to_threshold = request
+                    .threshold
+                    .and_then(|t| forecast::time_to_threshold(&f, t))
+                    .map(|c| ThresholdEta {
+                        point: c.seconds_point,
+                        lower: c.seconds_earliest,
+                        upper: c.seconds_latest,
+                    });
+            }
+            Err(e) => analysis.forecast_error = Some(e.to_string()),
+        }
+        analysis
+    }
+}
+
+/// The forecast's value and 95% interval at each requested horizon.
+fn at_horizons(f: &Forecast, request: &AnalysisRequest) -> Vec<HorizonForecast> {
+    let n = f.point.len();
+    if n == 0 || f.step_seconds <= 0.0 {
+        return Vec::new();
+    }
+    request
+        .horizons
+        .iter()
+        .map(|h| {
+            let i = ((h.as_secs_f64() / f.step_seconds).round() as usize).clamp(1, n) - 1;
+            HorizonForecast {
+                horizon: *h,
+                point: f.point[i],
+                lower: f.lower_95[i],
+                upper: f.upper_95[i],
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,118 @@
+//! What one run produces: per-series findings and the run's own health, plus the seam
+//! ([`Analyze`]) through which the pipeline calls the analyses.
+
+use std::time::Duration;
+
+use crate::config::Identity;
+use crate::series::Series;
+use crate::source::prometheus::response::DroppedSamples;
+
+/// What the pipeline asks of the analyses for one series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnalysisRequest {
+    /// Seconds between samples (the query step).
+    pub step_seconds: f64,
+    /// Forecast horizons to report, ascending.
+    pub horizons: Vec<Duration>,
+    /// The limit the signal must stay under, when it has one (capacity signals).
+    pub threshold: Option<f64>,
+}
+
+/// The analyses, as the pipeline sees them: pure and callable from many threads.
+pub trait Analyze: Send + Sync + 'static {
+    /// Finds periods, forecasts and the time to the threshold for one series.
+    fn analyze(&self, series: &Series, request: &AnalysisRequest) -> Analysis;
+}
+
+/// A detected period.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FoundPeriod {
+    /// Seconds between repeats.
+    pub period_seconds: f64,
+    /// How much of the variance the period explains, 0–1.
+    pub strength: f64,
+    /// How sure the detector is, 0–1.
+    pub confidence: f64,
+}
+
+/// The forecast at one horizon.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HorizonForecast {
+    /// How far past the last sample.
+    pub horizon: Duration,
+    /// The point forecast.
+    pub point: f64,
+    /// The lower bound of the 95% prediction interval.
+    pub lower: f64,
+    /// The upper bound of the 95% prediction interval.
+    pub upper: f64,
+}
+
+/// When a capacity signal is forecast to reach its limit, in seconds after the last sample.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ThresholdEta {
+    /// The point forecast's crossing; `None` when it stays below within the horizon.
+    pub point: Option<f64>,
+    /// The earliest plausible crossing (the upper 95% bound's).
+    pub lower: f64,
+    /// The latest plausible crossing (the lower 95% bound's); `None` when it may not happen.
+    pub upper: Option<f64>,
+}
+
+/// What the analyses found for one series.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Analysis {
+    /// Periods, strongest first; empty when the series has none.
+    pub periods: Vec<FoundPeriod>,
+    /// Why there is no period, when there is none.
+    pub no_period_reason: Option<String>,
+    /// Forecasts per requested horizon; empty when forecasting failed.
+    pub forecasts: Vec<HorizonForecast>,
+    /// Why there is no forecast, when there is none.
+    pub forecast_error: Option<String>,
+    /// The crossing of the threshold within the forecast, when there is one.
+    pub time_to_threshold: Option<ThresholdEta>,
+}
+
+/// One analyzed series with its owner.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SeriesReport {
+    /// Whether `owner` is a GPU uuid or a workload.
+    pub identity: Identity,
+    /// The uuid or workload name.
+    pub owner: String,
+    /// The signal's name.
+    pub signal: String,
+    /// The findings.
+    pub analysis: Analysis,
+}
+
+/// Counts that tell an operator whether a run looked at what it should have.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RunHealth {
+    /// Series that went through the analyses.
+    pub series_analyzed: u64,
+    /// Series with no finite sample in the window.
+    pub series_skipped_no_samples: u64,
+    /// Series lacking the identity label (a config query that aggregates it away).
+    pub series_skipped_no_identity: u64,
+    /// Signals whose query returned no series at all.
+    pub signals_empty: u64,
+    /// Series whose forecast failed (too short, degenerate).
+    pub forecasts_failed: u64,
+    /// Non-finite samples dropped.
+    pub dropped: DroppedSamples,
+    /// Wall time of the run.
+    pub duration: Duration,
+    /// When the run finished, unix seconds.
+    pub finished_at: f64,
+}
+
+/// Everything one run produced.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RunReport {
+    /// Findings, one per analyzed series.
+    pub series: Vec<SeriesReport>,
+    /// The run's health.
+    pub health: RunHealth,
+}

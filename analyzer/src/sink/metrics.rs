@@ -1,0 +1,101 @@
+//! `serve`'s own `/metrics` endpoint: the latest results, as Prometheus scrapes them.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpListener;
+
+/// The text served on `/metrics`, replaced after every run.
+#[derive(Debug, Clone, Default)]
+pub struct Latest(Arc<RwLock<Bytes>>);
+
+impl Latest {
+    /// Publishes a new exposition.
+    pub fn publish(&self, text: String) {
+        // A poisoned lock only means a reader panicked; the data is still whole.
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Bytes::from(text);
+    }
+
+    /// The exposition last published (empty before the first run).
+    pub fn get(&self) -> Bytes {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Serves `latest` on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: TcpListener,
+    latest: Latest,
+    shutdown: impl std::future::Future<Output = ()>,
+) {
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = &mut shutdown => return,
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    continue;
+                }
+            },
+        };
+        let latest = latest.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let latest = latest.clone();
+                async move { Ok::<_, Infallible>(respond(&req, &latest)) }
+            });
+            if let Err(e) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::debug!(%peer, error = %e, "connection ended with an error");
+            }
+        });
+    }
+}
+
+/// Binds `addr`, naming it in the error.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}; pick a free --listen address"))
+}
+
+fn respond(req: &Request<Incoming>, latest: &Latest) -> Response<Full<Bytes>> {
+    let (status, content_type, body) = match (req.method(), req.uri().path()) {
+        (&Method::GET | &Method::HEAD, "/metrics") => (
+            StatusCode::OK,
+            "text/plain; version=0.0.4; charset=utf-8",
+            latest.get(),
+        ),
+        (&Method::GET | &Method::HEAD, "/") => (
+            StatusCode::OK,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"poolprof-analyzer: results on /metrics\n"),
+        ),
+        (&Method::GET | &Method::HEAD, _) => (
+            StatusCode::NOT_FOUND,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"not found; results are on /metrics\n"),
+        ),
+        _ => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain; charset=utf-8",
+            Bytes::from_static(b"only GET and HEAD\n"),
+        ),
+    };
+    let mut resp = Response::new(Full::new(body));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp
+}

@@ -1,0 +1,223 @@
+//! Results as metrics (checked by promtool) and the Pushgateway sink against a scripted server.
+
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use poolprof_analyzer::config::Identity;
+use poolprof_analyzer::error::{Error, ExitCode};
+use poolprof_analyzer::pipeline::{
+    Analysis, FoundPeriod, HorizonForecast, RunHealth, RunReport, SeriesReport, ThresholdEta,
+};
+use poolprof_analyzer::retry::RetryPolicy;
+use poolprof_analyzer::sink::pushgateway::{PushError, Pushgateway};
+use poolprof_analyzer::sink::results::{format_horizon, render};
+use poolprof_analyzer::source::prometheus::response::DroppedSamples;
+use support::FakeServer;
+
+fn report() -> RunReport {
+    let periodic = Analysis {
+        periods: vec![
+            FoundPeriod {
+                period_seconds: 300.0,
+                strength: 0.8,
+                confidence: 0.99,
+            },
+            FoundPeriod {
+                period_seconds: 86_400.0,
+                strength: 0.1,
+                confidence: 0.6,
+            },
+        ],
+        forecasts: vec![HorizonForecast {
+            horizon: Duration::from_secs(3600),
+            point: 0.5,
+            lower: 0.2,
+            upper: 0.8,
+        }],
+        ..Default::default()
+    };
+    let capacity = Analysis {
+        no_period_reason: Some("flat".into()),
+        forecasts: vec![HorizonForecast {
+            horizon: Duration::from_secs(5400),
+            point: 7e10,
+            lower: 6e10,
+            upper: 8e10,
+        }],
+        time_to_threshold: Some(ThresholdEta {
+            point: Some(3000.0),
+            lower: 1800.0,
+            upper: None,
+        }),
+        ..Default::default()
+    };
+    RunReport {
+        series: vec![
+            SeriesReport {
+                identity: Identity::Workload,
+                owner: "ns/train \"a\"".into(),
+                signal: "sm_active".into(),
+                analysis: periodic.clone(),
+            },
+            SeriesReport {
+                identity: Identity::Uuid,
+                owner: "GPU-1".into(),
+                signal: "sm_active".into(),
+                analysis: periodic,
+            },
+            SeriesReport {
+                identity: Identity::Uuid,
+                owner: "GPU-1".into(),
+                signal: "memory_used".into(),
+                analysis: capacity,
+            },
+        ],
+        health: RunHealth {
+            series_analyzed: 3,
+            series_skipped_no_samples: 1,
+            dropped: DroppedSamples { nan: 4, inf: 2 },
+            duration: Duration::from_millis(1500),
+            finished_at: 1_767_225_600.0,
+            ..Default::default()
+        },
+    }
+}
+
+fn promtool_check(text: &str) -> String {
+    let mut child = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("promtool must be installed (tests/run.sh installs it)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+#[test]
+fn results_use_the_design_names_and_pass_promtool() {
+    let text = render(&report(), true).encode();
+    for line in [
+        "poolprof_workload_period_seconds{rank=\"1\",signal=\"sm_active\",workload=\"ns/train \\\"a\\\"\"} 300",
+        "poolprof_workload_period_seconds{rank=\"2\",signal=\"sm_active\",uuid=\"GPU-1\"} 86400",
+        "poolprof_workload_periodicity_strength{rank=\"1\",signal=\"sm_active\",uuid=\"GPU-1\"} 0.8",
+        "poolprof_forecast{bound=\"lower\",horizon=\"1h\",signal=\"sm_active\",uuid=\"GPU-1\"} 0.2",
+        "poolprof_forecast{bound=\"upper\",horizon=\"1h30m\",signal=\"memory_used\",uuid=\"GPU-1\"} 80000000000",
+        "poolprof_forecast_time_to_threshold_seconds{bound=\"lower\",signal=\"memory_used\",uuid=\"GPU-1\"} 1800",
+        "poolprof_analyzer_last_success_timestamp_seconds 1767225600",
+        "poolprof_analyzer_series_analyzed 3",
+        "poolprof_analyzer_samples_dropped{reason=\"nan\"} 4",
+        "poolprof_analyzer_series_skipped{reason=\"no_samples\"} 1",
+        "poolprof_analyzer_last_run_success 1",
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line}\n{text}");
+    }
+    // No period for the flat series, and no upper crossing when the optimistic side never crosses.
+    assert!(!text
+        .lines()
+        .any(|l| l.starts_with("poolprof_workload_period_seconds") && l.contains("memory_used")));
+    assert!(!text
+        .lines()
+        .any(|l| l.starts_with("poolprof_forecast_time_to_threshold_seconds{bound=\"upper\"")));
+    assert_eq!(
+        promtool_check(&text),
+        "",
+        "promtool check metrics must print nothing"
+    );
+}
+
+#[test]
+fn an_empty_run_still_reports_health_and_passes_promtool() {
+    let text = render(&RunReport::default(), false).encode();
+    assert!(text.contains("poolprof_analyzer_last_run_success 0"));
+    assert!(!text.contains("poolprof_workload_period_seconds"));
+    assert_eq!(promtool_check(&text), "");
+}
+
+#[test]
+fn horizons_read_like_promql_durations() {
+    assert_eq!(format_horizon(Duration::from_secs(3600)), "1h");
+    assert_eq!(format_horizon(Duration::from_secs(900)), "15m");
+    assert_eq!(format_horizon(Duration::from_secs(5400)), "1h30m");
+    assert_eq!(format_horizon(Duration::from_secs(90_061)), "1d1h1m1s");
+}
+
+fn gateway(server: &FakeServer, attempts: u32) -> Pushgateway {
+    let retry = RetryPolicy {
+        attempts,
+        initial_backoff: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(10),
+    };
+    Pushgateway::new(&server.url(), "2-of-4", Duration::from_secs(5), retry).unwrap()
+}
+
+#[tokio::test]
+async fn a_group_is_one_put_to_the_shard_grouping_key() {
+    let server = FakeServer::start(|_, _| (200, String::new()));
+    let text = render(&report(), true).encode();
+    gateway(&server, 3)
+        .replace_group(text.clone())
+        .await
+        .unwrap();
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].method, "PUT");
+    assert_eq!(
+        reqs[0].path,
+        "/metrics/job/poolprof-analyzer/instance/2-of-4"
+    );
+    assert_eq!(reqs[0].body, text);
+    assert!(reqs[0].headers["content-type"].starts_with("text/plain"));
+}
+
+#[tokio::test]
+async fn a_refusing_pushgateway_is_exit_4_with_its_message_and_no_retry() {
+    let server =
+        FakeServer::start(|_, _| (400, "pushed metrics are invalid or inconsistent".into()));
+    let err = gateway(&server, 3)
+        .replace_group("x 1\n".into())
+        .await
+        .unwrap_err();
+    assert_eq!(server.requests().len(), 1);
+    assert!(matches!(err, PushError::Rejected { status: 400, .. }));
+    assert!(err.to_string().contains("invalid or inconsistent"), "{err}");
+    assert_eq!(Error::from(err).exit_code(), ExitCode::SinkRejected);
+}
+
+#[tokio::test]
+async fn a_5xx_is_retried_then_reported() {
+    let server = FakeServer::start(|_, _| (503, "down".into()));
+    let err = gateway(&server, 2)
+        .replace_group("x 1\n".into())
+        .await
+        .unwrap_err();
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(Error::from(err).exit_code(), ExitCode::SinkRejected);
+}
+
+#[test]
+fn a_push_url_that_is_not_http_is_a_usage_error() {
+    let url = reqwest::Url::parse("mailto:ops@example.com").unwrap();
+    let err = Pushgateway::new(
+        &url,
+        "0-of-1",
+        Duration::from_secs(1),
+        RetryPolicy::default(),
+    )
+    .unwrap_err();
+    assert_eq!(Error::from(err).exit_code(), ExitCode::Usage);
+}
