@@ -218,3 +218,21 @@ async fn a_query_error_stops_the_run_with_exit_2() {
     assert_eq!(err.exit_code().code(), 2);
     assert!(err.to_string().contains("same labelset"));
 }
+
+#[tokio::test]
+async fn a_series_without_identity_is_counted_once_across_chunks() {
+    let server = fleet_server();
+    let mut cfg = config(vec![("c", "no_label", None)]);
+    cfg.analysis.lookback = Duration::from_secs(8 * 86_400); // 11,521 points at 60 s: two chunks
+    let report = Pipeline::new(client(&server), cfg, Shard::ALL, Echo::default())
+        .with_end(Some(1_700_000_000.0))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(server.requests().len(), 2);
+    assert_eq!(report.health.series_skipped_no_identity, 1);
+    assert_eq!(
+        report.health.signals_empty, 0,
+        "not empty: misconfigured, and counted as such"
+    );
+}

@@ -54,15 +54,16 @@ fn uuid_of(api: &ApiClient, index: u32) -> String {
 }
 
 /// Runs `poolprof-analyzer run --once` against `source`, pushing to `push`.
-fn run_once(source: &str, push: &str) {
+fn run_once(source: &str, push: &str, extra: &[&str]) {
     let out = Command::new(workspace_bin("poolprof-analyzer"))
         .args(["run", "--once", "--prometheus", source, "--push", push])
         .args(["--end", &END.to_string(), "--attempts", "2"])
+        .args(extra)
         .output()
         .expect("poolprof-analyzer runs");
     assert!(
         out.status.success(),
-        "poolprof-analyzer run --once exited {}:\n{}",
+        "poolprof-analyzer run --once {extra:?} exited {}:\n{}",
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
@@ -134,11 +135,34 @@ fn prometheus_backfill_to_pushgateway_finds_the_training_period() {
         &PrometheusConfig::default().with_pushgateway_job("pushgateway", &gateway.address()),
     );
 
-    run_once(&source.url(), &gateway.url());
+    run_once(&source.url(), &gateway.url(), &[]);
 
     let training = uuid_of(source.api(), 0);
     let idle = uuid_of(source.api(), 2);
     assert_results(&scraper, &training, &idle);
+
+    // Two cron jobs sharing the fleet: each GPU lands in exactly one shard's group.
+    run_once(&source.url(), &gateway.url(), &["--shard", "0/2"]);
+    run_once(&source.url(), &gateway.url(), &["--shard", "1/2"]);
+    let per_gpu = r#"count by (uuid) (poolprof_forecast{job="poolprof-analyzer",instance=~".-of-2",uuid!="",signal="sm_active",horizon="1h",bound="point"})"#;
+    let rows = wait::until("both shards scraped", Duration::from_secs(60), || {
+        let rows = scraper
+            .api()
+            .try_query(per_gpu)
+            .map_err(|e| e.to_string())?;
+        let groups = scraper
+            .api()
+            .try_query(r#"count(push_time_seconds{job="poolprof-analyzer",instance=~".-of-2"})"#)
+            .map_err(|e| e.to_string())?;
+        match groups.first() {
+            Some(g) if g.value == 2.0 && rows.len() == 3 => Ok(rows),
+            _ => Err(format!("groups {groups:?}, per GPU {rows:?}")),
+        }
+    });
+    assert!(
+        rows.iter().all(|r| r.value == 1.0),
+        "a GPU analyzed by both shards: {rows:?}"
+    );
 }
 
 #[test]
@@ -169,7 +193,7 @@ fn victoriametrics_import_to_pushgateway_finds_the_training_period() {
         &PrometheusConfig::default().with_pushgateway_job("pushgateway", &gateway.address()),
     );
 
-    run_once(&vm.url(), &gateway.url());
+    run_once(&vm.url(), &gateway.url(), &[]);
 
     let training = uuid_of(vm.api(), 0);
     let idle = uuid_of(vm.api(), 2);

@@ -197,6 +197,39 @@ fn a_refusing_pushgateway_exits_4_and_the_group_keeps_its_old_content() {
     ]);
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(gateway.samples("poolprof_workload_period_seconds"), before);
+
+    // The real Pushgateway refusing: another group holds, as a counter, a family this
+    // run adds (time to threshold, from a capacity signal), so the whole push is
+    // inconsistent and refused; the analyzer's group stays exactly as it was.
+    gateway.push(
+        "other",
+        "# TYPE poolprof_forecast_time_to_threshold_seconds counter\npoolprof_forecast_time_to_threshold_seconds 1\n",
+    );
+    let capacity = SIGNALS.replace(
+        "query = \"avg by (uuid) (poolprof_gpu_sm_active_ratio)\"",
+        "query = \"avg by (uuid) (poolprof_gpu_sm_active_ratio)\"\ncapacity = 'label_replace(vector(0.5), \"uuid\", \"GPU-a\", \"\", \"\")'",
+    );
+    assert_ne!(capacity, SIGNALS);
+    let config = write(dir.path(), "capacity.toml", &capacity);
+    let out = analyzer(&[
+        "run",
+        "--once",
+        "--prometheus",
+        &prom.url(),
+        "--config",
+        &config,
+        "--end",
+        &end,
+        "--push",
+        &gateway_url,
+    ]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    assert!(stderr(&out).contains("HTTP 400"), "{}", stderr(&out));
+    assert_eq!(gateway.samples("poolprof_workload_period_seconds"), before);
+    assert!(gateway
+        .samples("poolprof_forecast_time_to_threshold_seconds")
+        .iter()
+        .all(|s| s.label("job") == "other"));
 }
 
 #[test]

@@ -46,6 +46,12 @@ pub enum GridError {
 
 /// The median spacing of the timestamps, ignoring repeated timestamps.
 pub fn median_step(points: &[(f64, f64)]) -> Option<f64> {
+    if let [a, b, ..] = points {
+        let d = b.0 - a.0;
+        if d > 0.0 && points.windows(2).all(|w| w[1].0 - w[0].0 == d) {
+            return Some(d);
+        }
+    }
     let mut diffs: Vec<f64> = points
         .windows(2)
         .map(|w| w[1].0 - w[0].0)

@@ -8,7 +8,7 @@ pub mod analyses;
 pub mod progress;
 pub mod report;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -26,6 +26,10 @@ use crate::series::Series;
 use crate::shard::Shard;
 use crate::source::prometheus::{PrometheusClient, QueryRange};
 use progress::Progress;
+
+/// Series without the identity label are counted up to this many (a misconfigured query
+/// could return a whole fleet of them).
+const MAX_TRACKED_WITHOUT_IDENTITY: usize = 10_000;
 
 /// A run's fixed inputs.
 pub struct Pipeline<A: Analyze> {
@@ -81,17 +85,21 @@ impl<A: Analyze> Pipeline<A> {
         report: &mut RunReport,
     ) -> Result<(), Error> {
         let label = signal.identity.label();
-        let mut no_identity = 0u64;
+        // Distinct label sets, not samples: a long range answers in several chunks.
+        let mut without_identity = HashSet::new();
         let result = self
             .client
             .query_range(&signal.query, range, |labels| match labels.get(label) {
                 Some(owner) => self.shard.owns(owner),
                 None => {
-                    no_identity += 1;
+                    if without_identity.len() < MAX_TRACKED_WITHOUT_IDENTITY {
+                        without_identity.insert(labels.clone());
+                    }
                     false
                 }
             })
             .await?;
+        let no_identity = without_identity.len() as u64;
         report.health.dropped.add(result.dropped);
         report.health.series_skipped_no_identity += no_identity;
         if no_identity > 0 {

@@ -129,6 +129,28 @@ struct RawTls {
     client_allowed_sans: Option<Vec<String>>,
 }
 
+impl RawTls {
+    fn is_set(&self) -> bool {
+        let text = [
+            &self.cert_file,
+            &self.key_file,
+            &self.cert,
+            &self.key,
+            &self.client_auth_type,
+            &self.client_ca_file,
+            &self.client_ca,
+            &self.min_version,
+            &self.max_version,
+        ];
+        text.iter()
+            .any(|v| v.as_deref().is_some_and(|s| !s.is_empty()))
+            || self.cipher_suites.is_some()
+            || self.curve_preferences.is_some()
+            || self.prefer_server_cipher_suites.is_some()
+            || self.client_allowed_sans.is_some()
+    }
+}
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawHttp {
@@ -230,6 +252,9 @@ impl Checker<'_> {
         ignored: &mut Vec<String>,
     ) -> Result<Option<TlsSettings>, WebConfigError> {
         let field = |name: &str| format!("tls_server_config.{name}");
+        // Any setting in the section means TLS was meant: refuse rather than fall back
+        // to plain HTTP when the certificate is missing.
+        let section_set = raw.is_set();
         let cert = self.pem_source(raw.cert_file, raw.cert, "cert_file", "cert")?;
         let key = self.pem_source(raw.key_file, raw.key, "key_file", "key")?;
         let client_ca = self.pem_source(
@@ -239,14 +264,7 @@ impl Checker<'_> {
             "client_ca",
         )?;
         let client_auth = self.client_auth(raw.client_auth_type.as_deref())?;
-        let enabled = cert.is_some()
-            || key.is_some()
-            || client_ca.is_some()
-            || raw
-                .client_auth_type
-                .as_deref()
-                .is_some_and(|s| !s.is_empty());
-        if !enabled {
+        if !section_set {
             return Ok(None);
         }
         let cert = cert.ok_or_else(|| {
@@ -503,6 +521,13 @@ mod tests {
     fn missing_key_file_is_named() {
         let message = err("tls_server_config:\n  cert_file: a.crt\n");
         assert!(message.contains("tls_server_config.key_file"), "{message}");
+    }
+
+    #[test]
+    fn tls_settings_without_a_certificate_are_refused() {
+        let message = err("tls_server_config:\n  min_version: TLS13\n");
+        assert!(message.contains("tls_server_config.cert_file"), "{message}");
+        assert!(parse("tls_server_config: {}\n").unwrap().tls.is_none());
     }
 
     #[test]

@@ -21,13 +21,46 @@ pub enum Trend {
     Damped,
 }
 
+/// An additive season of a possibly fractional number of steps. Its states are
+/// `round(period)` phase bins; step t uses the bin of its phase `(t / period) mod 1`,
+/// so a period of 37.3 steps stays aligned over many cycles instead of drifting by
+/// 0.3 steps a cycle, as a 37-state season would.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Season {
+    period: f64,
+}
+
+impl Season {
+    /// A season of `period` steps; `None` below 2 steps.
+    pub fn new(period: f64) -> Option<Season> {
+        (period.is_finite() && period >= 2.0).then_some(Season { period })
+    }
+
+    /// The period in steps.
+    pub fn period(&self) -> f64 {
+        self.period
+    }
+
+    /// Number of seasonal states.
+    pub fn bins(&self) -> usize {
+        self.period.round() as usize
+    }
+
+    /// The state used at step `t` of the window.
+    fn bin(&self, t: usize) -> usize {
+        let bins = self.bins();
+        let x = (t as f64 / self.period).fract() * bins as f64;
+        ((x + 1e-9) as usize).min(bins - 1)
+    }
+}
+
 /// Which model of the family.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct EtsSpec {
     /// The trend component.
     pub trend: Trend,
-    /// Season length in steps (at least 2), or `None`.
-    pub season: Option<usize>,
+    /// The season, or `None`.
+    pub season: Option<Season>,
 }
 
 impl EtsSpec {
@@ -50,7 +83,8 @@ impl EtsSpec {
 
     /// Estimated quantities: smoothing parameters, initial states and the variance.
     fn parameter_count(&self) -> usize {
-        let states = 1 + usize::from(self.trend != Trend::None) + self.season.map_or(0, |m| m - 1);
+        let states =
+            1 + usize::from(self.trend != Trend::None) + self.season.map_or(0, |s| s.bins() - 1);
         self.dims() + states + 1
     }
 }
@@ -64,7 +98,7 @@ struct Params {
     phi: f64,
 }
 
-/// State at some time: level, slope and the seasonal values by phase.
+/// State at some time: level, slope and the seasonal values by phase bin.
 #[derive(Debug, Clone, PartialEq)]
 struct State {
     level: f64,
@@ -79,8 +113,8 @@ pub struct EtsFit {
     pub spec: EtsSpec,
     params: Params,
     end: State,
-    /// Index (phase) of the step after the data.
-    next_phase: usize,
+    /// Window index of the step after the data.
+    next_step: usize,
     /// Sum of squared one-step errors.
     pub sse: f64,
     /// Points fitted.
@@ -118,14 +152,15 @@ fn params_from(spec: &EtsSpec, u: &[f64]) -> Params {
     }
 }
 
-/// Free-variable start: α 0.2, β/α 0.1, γ/(1-α) 0.05, φ ≈ 0.93.
-fn start_point(spec: &EtsSpec) -> Vec<f64> {
-    let mut u = vec![-1.386];
+/// Free-variable start with α = `alpha`, β/α 0.05, γ/(1-α) 0.02, φ ≈ 0.93.
+fn start_point(spec: &EtsSpec, alpha: f64) -> Vec<f64> {
+    let logit = |p: f64| (p / (1.0 - p)).ln();
+    let mut u = vec![logit(alpha)];
     if spec.trend != Trend::None {
-        u.push(-2.2);
+        u.push(logit(0.05));
     }
     if spec.season.is_some() {
-        u.push(-2.94);
+        u.push(logit(0.02));
     }
     if spec.trend == Trend::Damped {
         u.push(1.0);
@@ -133,72 +168,109 @@ fn start_point(spec: &EtsSpec) -> Vec<f64> {
     u
 }
 
-/// Initial states by classical decomposition of `y`.
-fn initial_state(y: &[f64], spec: &EtsSpec) -> State {
-    let n = y.len() as f64;
-    let t_mean = (n - 1.0) / 2.0;
-    let y_mean = y.iter().sum::<f64>() / n;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
-    for (i, v) in y.iter().enumerate() {
-        let dt = i as f64 - t_mean;
-        sxy += dt * (v - y_mean);
-        sxx += dt * dt;
-    }
-    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-    let intercept = y_mean - slope * t_mean;
-    let season = match spec.season {
-        Some(m) => {
-            let (mut sum, mut count) = (vec![0.0; m], vec![0usize; m]);
-            for (i, v) in y.iter().enumerate() {
-                sum[i % m] += v - intercept - slope * i as f64;
-                count[i % m] += 1;
-            }
-            let mut s: Vec<f64> = sum
-                .iter()
-                .zip(&count)
-                .map(|(s, c)| s / (*c).max(1) as f64)
-                .collect();
-            let mean = s.iter().sum::<f64>() / m as f64;
-            s.iter_mut().for_each(|v| *v -= mean);
-            s
+/// Levels of α tried before the simplex starts: smooth, moderate, nearly a random walk.
+const ALPHA_STARTS: [f64; 3] = [0.02, 0.2, 0.8];
+
+/// A classical decomposition of the fitting window: a least-squares line and the
+/// mean detrended value at each phase of the season (centred on zero).
+#[derive(Debug, Clone, PartialEq)]
+struct Decomposition {
+    intercept: f64,
+    slope: f64,
+    profile: Vec<f64>,
+}
+
+impl Decomposition {
+    fn of(y: &[f64], season: Option<Season>) -> Decomposition {
+        let n = y.len() as f64;
+        let t_mean = (n - 1.0) / 2.0;
+        let y_mean = y.iter().sum::<f64>() / n;
+        let (mut sxy, mut sxx) = (0.0, 0.0);
+        for (i, v) in y.iter().enumerate() {
+            let dt = i as f64 - t_mean;
+            sxy += dt * (v - y_mean);
+            sxx += dt * dt;
         }
-        None => Vec::new(),
-    };
-    match spec.trend {
-        Trend::None => {
-            let head = y.len().min(spec.season.unwrap_or(10).max(10));
-            let level = (0..head)
-                .map(|i| y[i] - season.get(i % season.len().max(1)).copied().unwrap_or(0.0))
-                .sum::<f64>()
-                / head as f64;
-            State {
-                level,
-                slope: 0.0,
-                season,
+        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+        let intercept = y_mean - slope * t_mean;
+        let profile = match season {
+            Some(season) => {
+                let m = season.bins();
+                let (mut sum, mut count) = (vec![0.0; m], vec![0usize; m]);
+                for (i, v) in y.iter().enumerate() {
+                    let b = season.bin(i);
+                    sum[b] += v - intercept - slope * i as f64;
+                    count[b] += 1;
+                }
+                let mut s: Vec<f64> = sum
+                    .iter()
+                    .zip(&count)
+                    .map(|(s, c)| s / (*c).max(1) as f64)
+                    .collect();
+                let mean = s.iter().sum::<f64>() / m as f64;
+                s.iter_mut().for_each(|v| *v -= mean);
+                s
             }
-        }
-        _ => State {
-            level: intercept - slope,
+            None => Vec::new(),
+        };
+        Decomposition {
+            intercept,
             slope,
-            season,
-        },
+            profile,
+        }
+    }
+
+    /// The state just before step `t` of the window, as the decomposition sees it.
+    fn state_before(&self, t: usize, trend: Trend) -> State {
+        let slope = if trend == Trend::None {
+            0.0
+        } else {
+            self.slope
+        };
+        State {
+            level: self.intercept + self.slope * (t as f64 - 1.0),
+            slope,
+            season: self.profile.clone(),
+        }
     }
 }
 
-/// Runs the recursions over `y`; returns the SSE (infinite if it diverges).
-fn filter(y: &[f64], p: &Params, state: &mut State) -> f64 {
-    let m = state.season.len();
-    let mut sse = 0.0;
+/// Runs the recursions over `y`, whose first value is step `offset` of the window
+/// (seasonal bins follow the window's phase); returns the SSE (infinite if it
+/// diverges).
+fn filter(y: &[f64], offset: usize, p: &Params, season: Option<Season>, state: &mut State) -> f64 {
     let (mut l, mut b) = (state.level, state.slope);
-    for (i, v) in y.iter().enumerate() {
-        let s = if m > 0 { state.season[i % m] } else { 0.0 };
-        let e = v - (l + p.phi * b + s);
-        sse += e * e;
-        let l_new = l + p.phi * b + p.alpha * e;
-        b = p.phi * b + p.beta * e;
-        l = l_new;
-        if m > 0 {
-            state.season[i % m] = s + p.gamma * e;
+    let mut sse = 0.0;
+    match season {
+        None => {
+            for v in y {
+                let e = v - (l + p.phi * b);
+                sse += e * e;
+                l += p.phi * b + p.alpha * e;
+                b = p.phi * b + p.beta * e;
+            }
+        }
+        Some(season) => {
+            let states = &mut state.season[..];
+            let bins = states.len();
+            let last = bins - 1;
+            let step = 1.0 / season.period;
+            // The phase advances by 1/period a step; accumulating it avoids a division
+            // per step and drifts by far less than the 1e-9 guard in `Season::bin`.
+            let mut phase = (offset as f64 / season.period).fract();
+            for v in y {
+                let k = ((phase * bins as f64 + 1e-9) as usize).min(last);
+                phase += step;
+                if phase >= 1.0 {
+                    phase -= 1.0;
+                }
+                let s = states[k];
+                let e = v - (l + p.phi * b + s);
+                sse += e * e;
+                l += p.phi * b + p.alpha * e;
+                b = p.phi * b + p.beta * e;
+                states[k] = s + p.gamma * e;
+            }
         }
     }
     state.level = l;
@@ -223,22 +295,44 @@ pub fn aicc(sse: f64, n: usize, k: usize) -> f64 {
     nf * (sse / nf).ln() + 2.0 * kf + 2.0 * kf * (kf + 1.0) / (nf - kf - 1.0)
 }
 
-/// Fits `spec` to `y` with at most `max_evals` SSE evaluations.
+/// Steps the optimiser's objective runs over (the most recent of the window).
+pub const OPTIMISE_POINTS: usize = 768;
+
+/// Fits `spec` to `y` with at most `max_evals` SSE evaluations. The objective runs over
+/// the last [`OPTIMISE_POINTS`] steps from the decomposition's state there, which
+/// bounds the cost whatever the window and season; the chosen parameters are then run
+/// over the whole window for the final states, SSE and AICc.
 pub fn fit(y: &[f64], spec: EtsSpec, max_evals: usize) -> EtsFit {
-    let init = initial_state(y, &spec);
+    let decomposition = Decomposition::of(y, spec.season);
+    let start = y.len().saturating_sub(OPTIMISE_POINTS);
+    let opt_init = decomposition.state_before(start, spec.trend);
     let mut objective = |u: &[f64]| {
-        let mut st = init.clone();
-        filter(y, &params_from(&spec, u), &mut st)
+        let mut st = opt_init.clone();
+        filter(
+            &y[start..],
+            start,
+            &params_from(&spec, u),
+            spec.season,
+            &mut st,
+        )
     };
-    let (u, _) = nelder_mead(&mut objective, &start_point(&spec), 1.0, max_evals);
+    let start_u = ALPHA_STARTS
+        .iter()
+        .map(|a| start_point(&spec, *a))
+        .map(|u| (objective(&u), u))
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, u)| u)
+        .expect("at least one start");
+    let budget = max_evals.saturating_sub(ALPHA_STARTS.len());
+    let (u, _) = nelder_mead(&mut objective, &start_u, 1.0, budget);
     let params = params_from(&spec, &u);
-    let mut end = init;
-    let sse = filter(y, &params, &mut end);
+    let mut end = decomposition.state_before(0, spec.trend);
+    let sse = filter(y, 0, &params, spec.season, &mut end);
     EtsFit {
         spec,
         params,
         end,
-        next_phase: spec.season.map_or(0, |m| y.len() % m),
+        next_step: y.len(),
         sse,
         n: y.len(),
         aicc: aicc(sse, y.len(), spec.parameter_count()),
@@ -250,7 +344,7 @@ impl EtsFit {
     pub fn forecast(&self, h: usize) -> (Vec<f64>, Vec<f64>) {
         let p = &self.params;
         let sigma2 = self.sse / self.n as f64;
-        let m = self.end.season.len();
+        let m = self.spec.season.map_or(0, |s| s.bins());
         let mut point = Vec::with_capacity(h);
         let mut var = Vec::with_capacity(h);
         let (mut damp_sum, mut phi_pow) = (0.0, 1.0);
@@ -258,11 +352,9 @@ impl EtsFit {
         for j in 1..=h {
             phi_pow *= p.phi;
             damp_sum += phi_pow;
-            let s = if m > 0 {
-                self.end.season[(self.next_phase + j - 1) % m]
-            } else {
-                0.0
-            };
+            let s = self.spec.season.map_or(0.0, |season| {
+                self.end.season[season.bin(self.next_step + j - 1)]
+            });
             point.push(self.end.level + damp_sum * self.end.slope + s);
             var.push(sigma2 * (1.0 + acc));
             let seasonal_hit = m > 0 && j % m == 0;
@@ -286,7 +378,7 @@ mod tests {
         let y: Vec<f64> = (0..240).map(f).collect();
         let spec = EtsSpec {
             trend: Trend::Additive,
-            season: Some(m),
+            season: Season::new(m as f64),
         };
         let fit = fit(&y, spec, 200);
         let (point, var) = fit.forecast(24);

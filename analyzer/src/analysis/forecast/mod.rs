@@ -19,7 +19,7 @@ use crate::analysis::grid::{self, GridError};
 use crate::analysis::periodicity::{detect_on_grid, PeriodConfig};
 use crate::series::Series;
 
-use ets::{EtsSpec, Trend};
+use ets::{EtsSpec, Season, Trend};
 use linear::LinearFit;
 
 /// Steps fitted (the most recent), unless three seasons need more.
@@ -29,7 +29,7 @@ pub const MAX_HORIZON: usize = 100_000;
 /// Fewest grid points to forecast from.
 pub const MIN_POINTS: usize = 4;
 /// Evaluations the optimiser may spend per model.
-const MAX_EVALS: usize = 120;
+const MAX_EVALS: usize = 40;
 /// Gaps of up to this many steps are filled; the forecast starts after the last longer one.
 const MAX_FILL_STEPS: usize = 10;
 
@@ -39,7 +39,7 @@ pub enum PeriodChoice {
     /// Detect it; the strongest period that fits twice in the data is used.
     #[default]
     Auto,
-    /// This period, in seconds (rounded to whole steps).
+    /// This period, in seconds.
     Seconds(f64),
     /// No season.
     None,
@@ -71,7 +71,7 @@ impl Default for ForecastConfig {
 pub struct Forecast {
     /// The chosen model, e.g. `ets(A,Ad,A)` or `linear`.
     pub model: String,
-    /// The season modelled, in seconds (a whole number of steps), if any.
+    /// The season modelled, in seconds, if any.
     pub period_seconds: Option<f64>,
     /// Seconds between forecast values; the first is one step after the last sample.
     pub step_seconds: f64,
@@ -128,8 +128,8 @@ pub fn forecast(series: &Series, config: &ForecastConfig) -> Result<Forecast, Fo
     Ok(forecast_grid(&last.values, last.step, config.period, h))
 }
 
-/// The season length in steps to model, if the data holds at least two of them.
-fn season_steps(y: &[f64], step: f64, choice: PeriodChoice) -> Option<usize> {
+/// The season to model, if the data holds at least two cycles and a bit.
+fn season_of(y: &[f64], step: f64, choice: PeriodChoice) -> Option<Season> {
     let seconds = match choice {
         PeriodChoice::None => return None,
         PeriodChoice::Seconds(s) => s,
@@ -139,24 +139,30 @@ fn season_steps(y: &[f64], step: f64, choice: PeriodChoice) -> Option<usize> {
                 .periods()
                 .iter()
                 .map(|p| p.period_seconds)
-                .find(|s| fits(y.len(), (s / step).round() as usize))?
+                .find(|s| fits(y.len(), s / step))?
         }
     };
-    let m = (seconds / step).round() as usize;
-    fits(y.len(), m).then_some(m)
+    let period = seconds / step;
+    if fits(y.len(), period) {
+        Season::new(period)
+    } else {
+        None
+    }
 }
 
-fn fits(n: usize, m: usize) -> bool {
-    m >= 2 && n >= 2 * m + 2
+fn fits(n: usize, period: f64) -> bool {
+    period >= 2.0 && n as f64 >= 2.0 * period + 2.0
 }
 
 /// Forecasts evenly spaced `y` by the lowest-AICc candidate.
 pub fn forecast_grid(y: &[f64], step: f64, choice: PeriodChoice, h: usize) -> Forecast {
-    let season = season_steps(y, step, choice);
-    let window = FIT_POINTS.max(season.map_or(0, |m| 3 * m)).min(y.len());
+    let season = season_of(y, step, choice);
+    let window = FIT_POINTS
+        .max(season.map_or(0, |s| 3 * s.bins()))
+        .min(y.len());
     let y_fit = &y[y.len() - window..];
     let line = LinearFit::fit(y_fit);
-    let mut best: (f64, String, Option<usize>, Vec<f64>, Vec<f64>) = {
+    let mut best: (f64, String, Option<Season>, Vec<f64>, Vec<f64>) = {
         let (p, v) = line.forecast(h);
         (line.aicc(), "linear".to_string(), None, p, v)
     };
@@ -175,7 +181,7 @@ pub fn forecast_grid(y: &[f64], step: f64, choice: PeriodChoice, h: usize) -> Fo
     let b95 = intervals::band(&point, &var, 0.95);
     Forecast {
         model,
-        period_seconds: m.map(|m| m as f64 * step),
+        period_seconds: m.map(|s| s.period() * step),
         step_seconds: step,
         point,
         lower_80: b80.lower,
@@ -208,7 +214,8 @@ mod tests {
             ..Default::default()
         };
         let f = forecast(&seasonal(480), &cfg).unwrap();
-        assert_eq!(f.period_seconds, Some(24.0 * 60.0));
+        let period = f.period_seconds.expect("a season");
+        assert!((period - 1440.0).abs() < 1440.0 * 0.01, "{period}");
         assert!(f.model.ends_with(",A)"), "{}", f.model);
         for v in [&f.point, &f.lower_80, &f.upper_80, &f.lower_95, &f.upper_95] {
             assert_eq!(v.len(), 30);

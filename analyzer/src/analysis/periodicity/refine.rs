@@ -6,7 +6,7 @@
 //! search, evaluating the spectrum at one frequency with Goertzel's recurrence (O(n)).
 
 /// Golden-section iterations; each shrinks the bracket to 0.618 of its width.
-const ITERATIONS: usize = 18;
+const ITERATIONS: usize = 12;
 
 /// Periodogram of `x` at `f` cycles per step.
 pub fn power_at(x: &[f64], f: f64) -> f64 {

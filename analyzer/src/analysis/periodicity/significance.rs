@@ -4,7 +4,7 @@
 //! periodogram is exponential with the same mean. GPU signals are rarely white: random
 //! walks and slow drifts pile power into low frequencies and would pass a plain g-test.
 //! So each ordinate is first divided by a local background: a line fitted to log-power
-//! against log-frequency within half an octave either side (at least 8 bins), which
+//! against log-frequency within a quarter of its frequency either side (at least 8 bins), which
 //! follows the red slope, with peaks left out of the fit. The whitened ordinates are then
 //! tested with Fisher's statistic g = max / sum, sequentially: after a peak is taken,
 //! the next is tested against the remaining sum with one ordinate fewer (Siegel's
@@ -70,19 +70,36 @@ pub fn whiten(power: &[f64], k_min: usize, k_max: usize) -> Option<Whitened> {
 /// background); the fits are interpolated in log-log space. O(n) overall.
 fn background(ordinates: &[f64], k_min: usize, k_max: usize) -> Vec<f64> {
     let k_all = ordinates.len() - 1;
+    LOG_K.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() < k_all + 1 {
+            *cache = (0..=k_all).map(|k| (k.max(1) as f64).ln()).collect();
+        }
+        background_with(ordinates, &cache[..=k_all], k_min, k_max)
+    })
+}
+
+thread_local! {
+    /// ln k for k = 0.. (ln 1 at 0), grown on demand: the same for every series.
+    static LOG_K: std::cell::RefCell<Vec<f64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn background_with(ordinates: &[f64], log_k: &[f64], k_min: usize, k_max: usize) -> Vec<f64> {
+    let k_all = ordinates.len() - 1;
+    let log_p: Vec<f64> = ordinates.iter().map(|p| p.max(1e-300).ln()).collect();
     let mut anchors: Vec<(f64, f64)> = Vec::new();
     let mut k = k_min as f64;
     loop {
         let kc = k.round() as usize;
-        let half = ((kc as f64) * (std::f64::consts::SQRT_2 - 1.0)).max(8.0) as usize;
+        let half = ((kc as f64) * HALF_WIDTH).max(8.0) as usize;
         let lo = kc.saturating_sub(half).max(1);
         let hi = (kc + half).min(k_all);
-        let level = local_log_level(ordinates, lo, hi, kc);
-        anchors.push(((kc as f64).ln(), level));
+        let level = local_log_level(&log_k[lo..=hi], &log_p[lo..=hi], log_k[kc]);
+        anchors.push((log_k[kc], level));
         if kc >= k_max {
             break;
         }
-        k = (k * 1.08).max(k + 1.0).min(k_max as f64);
+        k = (k * ANCHOR_SPACING).max(k + 1.0).min(k_max as f64);
     }
     let mut out = Vec::with_capacity(k_max - k_min + 1);
     let mut a = 0;
@@ -101,46 +118,46 @@ fn background(ordinates: &[f64], k_min: usize, k_max: usize) -> Vec<f64> {
     out
 }
 
+/// A background window spans k·(1 ± this), at least 8 bins either side.
+const HALF_WIDTH: f64 = 0.25;
+/// Ratio between successive anchor frequencies.
+const ANCHOR_SPACING: f64 = 1.15;
+
 /// Euler–Mascheroni constant: E[ln X] = ln(mean) - EULER for exponential X.
 const EULER: f64 = 0.577_215_664_901_532_9;
 
 /// Residuals (in ln units) above the first fit beyond which a point is left out.
 const PEAK_RESIDUAL: f64 = 2.5;
 
-/// ln of the exponential mean at `kc`, from a line through (ln k, ln power) on lo..=hi.
-fn local_log_level(ordinates: &[f64], lo: usize, hi: usize, kc: usize) -> f64 {
-    let x0 = (kc as f64).ln();
-    let pts: Vec<(f64, f64)> = (lo..=hi)
-        .map(|k| ((k as f64).ln() - x0, ordinates[k].max(1e-300).ln()))
-        .collect();
-    let (a, b) = fit_line(pts.iter().copied());
-    let kept = pts
-        .iter()
-        .copied()
-        .filter(|(x, y)| y - (a + b * x) < PEAK_RESIDUAL);
-    let (a, _) = fit_line(kept);
+/// ln of the exponential mean at ln k = `x0`, from a line through (ln k, ln power).
+fn local_log_level(log_k: &[f64], log_p: &[f64], x0: f64) -> f64 {
+    let pts = || log_k.iter().zip(log_p).map(move |(x, y)| (x - x0, *y));
+    let (a, b) = fit_line(pts());
+    let (a, _) = fit_line(pts().filter(|(x, y)| y - (a + b * x) < PEAK_RESIDUAL));
     a + EULER
 }
 
-/// Least-squares intercept and slope.
-fn fit_line(pts: impl Iterator<Item = (f64, f64)> + Clone) -> (f64, f64) {
-    let (mut n, mut sx, mut sy) = (0.0, 0.0, 0.0);
-    for (x, y) in pts.clone() {
+/// Least-squares intercept and slope, in one pass (x is centred near zero by the
+/// caller, so the single-pass sums lose no precision).
+fn fit_line(pts: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
+    let (mut n, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    for (x, y) in pts {
         n += 1.0;
         sx += x;
         sy += y;
+        sxx += x * x;
+        sxy += x * y;
     }
     if n == 0.0 {
         return (0.0, 0.0);
     }
-    let (mx, my) = (sx / n, sy / n);
-    let (mut sxx, mut sxy) = (0.0, 0.0);
-    for (x, y) in pts {
-        sxx += (x - mx) * (x - mx);
-        sxy += (x - mx) * (y - my);
-    }
-    let b = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-    (my - b * mx, b)
+    let var = sxx - sx * sx / n;
+    let b = if var > 1e-12 {
+        (sxy - sx * sy / n) / var
+    } else {
+        0.0
+    };
+    ((sy - b * sx) / n, b)
 }
 
 impl Whitened {

@@ -114,6 +114,12 @@ impl PrometheusClient {
                     path.display()
                 ))
             })?;
+            if certs.is_empty() {
+                return Err(SourceError::Setup(format!(
+                    "CA file {} holds no PEM certificate (-----BEGIN CERTIFICATE-----)",
+                    path.display()
+                )));
+            }
             for cert in certs {
                 builder = builder.add_root_certificate(cert);
             }

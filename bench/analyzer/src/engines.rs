@@ -1,0 +1,85 @@
+//! The analyses compared: poolprof-analyzer and augurs, each periods + forecast.
+
+use augurs_core::{Fit, Predict};
+use augurs_ets::AutoETS;
+use augurs_seasons::{Detector as _, PeriodogramDetector};
+use poolprof_analyzer::analysis::forecast::{forecast, ForecastConfig, PeriodChoice};
+use poolprof_analyzer::analysis::periodicity::{detect_periods, PeriodConfig};
+use poolprof_analyzer::series::Series;
+
+/// Which implementation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Engine {
+    /// poolprof-analyzer.
+    Ours,
+    /// augurs-seasons + augurs-ets AutoETS.
+    Augurs,
+}
+
+impl Engine {
+    /// From a command-line word.
+    pub fn parse(s: &str) -> Engine {
+        match s {
+            "ours" => Engine::Ours,
+            "augurs" => Engine::Augurs,
+            other => panic!("unknown engine {other}; use ours or augurs"),
+        }
+    }
+}
+
+/// What one engine says about one series.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answer {
+    /// Periods in steps, dominant first.
+    pub periods: Vec<f64>,
+    /// Point forecast.
+    pub forecast: Vec<f64>,
+}
+
+/// Periods, then a forecast of `horizon` steps (ours uses the detected period).
+pub fn ours(values: &[f64], step: f64, horizon: usize) -> Answer {
+    let series = Series::from_values(values, step);
+    let outcome = detect_periods(&series, &PeriodConfig::default());
+    let periods: Vec<f64> = outcome
+        .periods()
+        .iter()
+        .map(|p| p.period_seconds / step)
+        .collect();
+    if std::env::var_os("BENCH_PERIODS_ONLY").is_some() {
+        return Answer {
+            periods,
+            forecast: vec![0.0; horizon],
+        };
+    }
+    let period = periods
+        .first()
+        .map_or(PeriodChoice::None, |p| PeriodChoice::Seconds(p * step));
+    let config = ForecastConfig {
+        horizon_steps: horizon,
+        step_seconds: Some(step),
+        period,
+    };
+    let f = forecast(&series, &config).expect("forecast");
+    Answer {
+        periods,
+        forecast: f.point,
+    }
+}
+
+/// augurs: the Welch-periodogram detector's periods (strongest first) and a
+/// non-seasonal AutoETS forecast (augurs-ets has no seasonal models).
+pub fn augurs(values: &[f64], horizon: usize) -> Answer {
+    let mut periods: Vec<f64> = PeriodogramDetector::default()
+        .detect(values)
+        .into_iter()
+        .map(f64::from)
+        .collect();
+    periods.reverse();
+    let forecast = AutoETS::non_seasonal()
+        .fit(values)
+        .ok()
+        .and_then(|m| m.predict(horizon, None).ok())
+        .map(|f| f.point)
+        .unwrap_or_else(|| vec![*values.last().unwrap_or(&0.0); horizon]);
+    Answer { periods, forecast }
+}

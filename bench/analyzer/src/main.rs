@@ -1,0 +1,52 @@
+//! Benchmark: poolprof-analyzer periods + forecast against augurs, same inputs.
+//!
+//! `speed ours|augurs [--series N] [--threads T]`: wall time and peak RSS over N series
+//! of 10,080 points (a week at one minute), drawn round-robin from a pool of 1,000
+//! deterministic series mixing every kind of the labelled suite.
+//! `accuracy`: detection/false-positive and forecast-error tables on the labelled suite.
+//! `dump FILE [--series N]`: the first N pool series as raw little-endian f64 rows,
+//! for `peer.py`.
+
+#[path = "../../../analyzer/tests/synthetic/mod.rs"]
+mod synthetic;
+
+mod accuracy;
+mod engines;
+mod inputs;
+mod profile;
+mod speed;
+
+fn flag(args: &[String], name: &str, default: usize) -> usize {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse().expect("a number"))
+        .unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("speed") => {
+            let engine = engines::Engine::parse(args.get(1).map(String::as_str).unwrap_or("ours"));
+            speed::run(
+                engine,
+                flag(&args, "--series", 10_000),
+                flag(&args, "--threads", 2),
+            );
+        }
+        Some("accuracy") => accuracy::run(flag(&args, "--per-cell", 20)),
+        Some("profile") => {
+            profile::fft_sizes();
+            profile::run(flag(&args, "--series", 200))
+        }
+        Some("dump") => {
+            let path = args.get(1).expect("dump FILE");
+            inputs::dump(path, flag(&args, "--series", 200));
+        }
+        _ => {
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | dump FILE [--series N]");
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! Where the time goes, per stage, on one series kind mix (a development aid).
+
+use poolprof_analyzer::analysis::periodicity::{prepare, significance, spectrum::Spectra};
+use poolprof_analyzer::analysis::{forecast, grid};
+use poolprof_analyzer::series::Series;
+
+use crate::inputs;
+
+/// CPU time this thread has run, in seconds (from the scheduler, so other processes
+/// on a busy machine do not inflate it).
+fn cpu_now() -> f64 {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    s.split_whitespace()
+        .next()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1e9
+}
+
+/// Prints CPU microseconds per series for each stage over `n` pool series.
+pub fn run(n: usize) {
+    let pool: Vec<Vec<f64>> = (0..n).map(inputs::series).collect();
+    let mut t = [0.0f64; 6];
+    for y in &pool {
+        let s0 = cpu_now();
+        let series = Series::from_values(y, 60.0);
+        let seg = grid::longest(grid::segments(&series.points, None, 10).unwrap());
+        let s1 = cpu_now();
+        let mut x = seg.values.clone();
+        prepare::detrend_and_clip(&mut x);
+        let s2 = cpu_now();
+        let sp = Spectra::of(&x);
+        let s3 = cpu_now();
+        let w = significance::whiten(&sp.power, 3, x.len() * 2 / 5).unwrap();
+        let _ = w.peaks();
+        let s4 = cpu_now();
+        let _ = forecast::forecast_grid(&seg.values, 60.0, forecast::PeriodChoice::None, 60);
+        let s5 = cpu_now();
+        let _ = forecast::forecast_grid(
+            &seg.values,
+            60.0,
+            forecast::PeriodChoice::Seconds(60.0 * 97.0),
+            60,
+        );
+        let s6 = cpu_now();
+        for (i, (a, b)) in [(s0, s1), (s1, s2), (s2, s3), (s3, s4), (s4, s5), (s5, s6)]
+            .iter()
+            .enumerate()
+        {
+            t[i] += b - a;
+        }
+    }
+    let names = [
+        "grid",
+        "detrend+clip",
+        "fft+acf",
+        "whiten+peaks",
+        "forecast none",
+        "forecast m=97",
+    ];
+    for (name, v) in names.iter().zip(t) {
+        println!("{name}: {:.0} us", v * 1e6 / n as f64);
+    }
+}
+
+/// CPU microseconds of one forward f32 FFT at a few sizes.
+pub fn fft_sizes() {
+    use poolprof_analyzer::analysis::periodicity::spectrum::Spectra;
+    for n in [10_080usize, 10_000, 10_240, 8_192] {
+        let x: Vec<f64> = (0..n).map(|i| ((i * 7919) % 101) as f64).collect();
+        let _ = Spectra::of(&x);
+        let t = cpu_now();
+        for _ in 0..200 {
+            let _ = Spectra::of(&x);
+        }
+        println!("Spectra::of n={n}: {:.0} us", (cpu_now() - t) * 1e6 / 200.0);
+    }
+}

@@ -1,0 +1,57 @@
+//! Wall time and peak RSS of periods + forecast over many series.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use crate::engines::{self, Engine};
+use crate::inputs::{self, POINTS, STEP};
+
+/// Steps forecast per series.
+const HORIZON: usize = 60;
+
+/// Peak resident set size of this process, in MiB (Linux `VmHWM`).
+pub fn peak_rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// Runs `engine` over `series` series on `threads` threads and prints one result line.
+pub fn run(engine: Engine, series: usize, threads: usize) {
+    let t_gen = Instant::now();
+    let pool = inputs::pool(threads);
+    let gen_s = t_gen.elapsed().as_secs_f64();
+    let rss_inputs = peak_rss_mib();
+    let next = AtomicUsize::new(0);
+    let periodic = AtomicUsize::new(0);
+    let start = Instant::now();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= series {
+                    break;
+                }
+                let values = &pool[i % pool.len()];
+                let answer = match engine {
+                    Engine::Ours => engines::ours(values, STEP, HORIZON),
+                    Engine::Augurs => engines::augurs(values, HORIZON),
+                };
+                assert_eq!(answer.forecast.len(), HORIZON);
+                if !answer.periods.is_empty() {
+                    periodic.fetch_add(1, Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    let wall = start.elapsed().as_secs_f64();
+    println!(
+        "engine={engine:?} series={series} points={POINTS} threads={threads} wall_s={wall:.2} per_series_ms={:.3} peak_rss_mib={:.0} inputs_rss_mib={rss_inputs:.0} generate_s={gen_s:.1} with_period={}",
+        wall * 1000.0 / series as f64,
+        peak_rss_mib(),
+        periodic.load(Ordering::Relaxed)
+    );
+}
