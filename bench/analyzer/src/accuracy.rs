@@ -52,6 +52,14 @@ fn periods_table(per_cell: usize) {
                     engines::augurs_periods(&y),
                     engines::augurs_periods_wide(&y),
                 ];
+                if std::env::var_os("BENCH_SHOW_MISSES").is_some()
+                    && !answers[0].iter().any(|g| matches(*g, truth[0]))
+                {
+                    eprintln!(
+                        "miss {kind:?} snr {snr}: truth {truth:?} got {:?}",
+                        answers[0]
+                    );
+                }
                 for (e, got) in answers.iter().enumerate() {
                     if got.iter().any(|g| matches(*g, truth[0])) {
                         t.hits[e] += 1;

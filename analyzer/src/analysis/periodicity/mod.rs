@@ -25,7 +25,8 @@ use spectrum::Spectra;
 pub struct Period {
     /// Seconds between repeats.
     pub period_seconds: f64,
-    /// How much of the variation repeats: the autocorrelation at the period, 0–1.
+    /// How much of the variation repeats: the autocorrelation at the period, 0–1 (of
+    /// what stronger periods leave unexplained, when only that shows the period).
     pub strength: f64,
     /// 1 minus the p-value of the periodogram peak, 0–1.
     pub confidence: f64,
@@ -166,6 +167,11 @@ fn test_candidates(
         best_p: 1.0,
         significant_without_hill: Vec::new(),
     };
+    // A candidate whose hill the full autocorrelation lacks gets a second chance on the
+    // autocorrelation of what the accepted periods leave unexplained: a strong slow
+    // cycle otherwise buries the hills of a weaker fast one.
+    let mut residual: Option<Vec<f64>> = None;
+    let mut residual_acf: Option<Vec<f64>> = None;
     let (mut rest_sum, mut rest_m) = (w.total, w.count());
     for peak in w.peaks().into_iter().take(MAX_CANDIDATES) {
         let p = significance::fisher_p(peak.ratio / rest_sum, rest_m);
@@ -176,23 +182,35 @@ fn test_candidates(
             break;
         }
         let t0 = spectral_period(&spectra.power, peak.k);
+        if near_accepted(&found.periods, t0 * step) {
+            continue;
+        }
         let half = (1.5 * t0 * t0 / n).max(1.5);
+        let usable = |h: &acf::Hill| h.lag >= config.min_period_steps && h.lag <= max_lag;
         let hill = acf::confirm(&spectra.acf, t0, half, rule)
-            .filter(|h| h.lag >= config.min_period_steps && h.lag <= max_lag);
+            .filter(usable)
+            .or_else(|| {
+                let r = residual.as_ref()?;
+                if harmonic_of_accepted(&found.periods, refined_period(x, t0) * step) {
+                    // Removing a cycle whose period is not a whole number of steps
+                    // leaves binning residue at its harmonics: no evidence of its own.
+                    return None;
+                }
+                let racf = residual_acf.get_or_insert_with(|| spectrum::autocorrelation(r));
+                acf::confirm(racf, t0, half, rule).filter(usable)
+            });
         let Some(hill) = hill else {
             found.significant_without_hill.push(t0 * step);
             continue;
         };
-        let seconds = refined_period(x, t0) * step;
-        if found
-            .periods
-            .iter()
-            .any(|q| (q.period_seconds - seconds).abs() < 0.03 * q.period_seconds)
-        {
+        let steps = refined_period(x, t0);
+        if near_accepted(&found.periods, steps * step) {
             continue;
         }
+        prepare::remove_cycle(residual.get_or_insert_with(|| x.to_vec()), steps);
+        residual_acf = None;
         found.periods.push(Period {
-            period_seconds: seconds,
+            period_seconds: steps * step,
             strength: hill.height,
             confidence: (1.0 - p).clamp(0.0, 1.0),
         });
@@ -201,6 +219,23 @@ fn test_candidates(
         }
     }
     found
+}
+
+/// Whether `seconds` (a refined period) is within 0.3% of an accepted period divided
+/// by 2, 3, …: both are precise to well under that, and a genuine second period rarely
+/// falls so close to a harmonic.
+fn harmonic_of_accepted(periods: &[Period], seconds: f64) -> bool {
+    periods.iter().any(|q| {
+        let h = (q.period_seconds / seconds).round();
+        h >= 2.0 && (q.period_seconds / h - seconds).abs() < 0.003 * seconds
+    })
+}
+
+/// Whether `seconds` is within 3% of a period already accepted.
+fn near_accepted(periods: &[Period], seconds: f64) -> bool {
+    periods
+        .iter()
+        .any(|q| (q.period_seconds - seconds).abs() < 0.03 * q.period_seconds)
 }
 
 /// The period in steps: the periodogram maximiser near the spectral estimate `t0`.
@@ -244,4 +279,47 @@ fn finish(mut found: Found) -> PeriodOutcome {
         "aperiodic: no periodogram peak is significant (smallest p = {:.3})",
         found.best_p
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn detect(values: &[f64]) -> PeriodOutcome {
+        detect_on_grid(values, 60.0, &PeriodConfig::default())
+    }
+
+    #[test]
+    fn a_weak_fast_cycle_under_a_strong_slow_one_is_found() {
+        let y: Vec<f64> = (0..2000)
+            .map(|i| {
+                let slow = 10.0 * (2.0 * std::f64::consts::PI * i as f64 / 97.3).sin();
+                slow + 0.3 * (i % 7) as f64 + 0.05 * ((i * 7919) % 13) as f64
+            })
+            .collect();
+        let out = detect(&y);
+        for truth in [97.3 * 60.0, 7.0 * 60.0] {
+            assert!(
+                out.periods()
+                    .iter()
+                    .any(|p| (p.period_seconds - truth).abs() < 0.02 * truth),
+                "{truth} missing from {out:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn flat_short_and_straight_series_have_no_period_and_say_why() {
+        let reason = |o: PeriodOutcome| match o {
+            PeriodOutcome::NoPeriod { reason } => reason,
+            PeriodOutcome::Periodic(p) => panic!("made-up period {p:?}"),
+        };
+        assert!(reason(detect(&[5.0; 500])).starts_with("flat"));
+        let line: Vec<f64> = (0..500).map(|i| 3.0 + 0.1 * i as f64).collect();
+        assert!(reason(detect(&line)).starts_with("flat"));
+        assert!(reason(detect(&[1.0, 2.0, 1.0, 2.0])).starts_with("too short"));
+        let series = Series::from_points(vec![(0.0, 1.0)]);
+        let r = reason(detect_periods(&series, &PeriodConfig::default()));
+        assert!(r.contains("unusable"), "{r}");
+    }
 }

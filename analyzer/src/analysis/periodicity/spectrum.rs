@@ -94,6 +94,34 @@ impl Spectra {
     }
 }
 
+/// The autocorrelation (biased, `[0] == 1`) of `x` alone, for lags 0..n.
+pub fn autocorrelation(x: &[f64]) -> Vec<f64> {
+    let n = x.len();
+    let m = 2 * n;
+    let scale = x
+        .iter()
+        .fold(0.0f64, |a, v| a.max(v.abs()))
+        .max(f64::MIN_POSITIVE);
+    let mut buf: Vec<Complex<f32>> = Vec::with_capacity(m);
+    buf.extend(x.iter().map(|v| Complex::new((v / scale) as f32, 0.0)));
+    buf.resize(m, Complex::new(0.0, 0.0));
+    let (fwd, inv) = PLANNER.with(|p| {
+        let mut p = p.borrow_mut();
+        (p.plan_fft_forward(m), p.plan_fft_inverse(m))
+    });
+    fwd.process(&mut buf);
+    for z in buf.iter_mut() {
+        *z = Complex::new(z.norm_sqr(), 0.0);
+    }
+    inv.process(&mut buf);
+    let c0 = f64::from(buf[0].re);
+    if c0 > 0.0 {
+        buf[..n].iter().map(|c| f64::from(c.re) / c0).collect()
+    } else {
+        vec![0.0; n]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -105,10 +133,12 @@ mod tests {
             .map(|i| (2.0 * std::f64::consts::PI * i as f64 / 8.0).sin() + 0.1 * (i % 3) as f64)
             .collect();
         let s = Spectra::of(&x);
+        let alone = autocorrelation(&x);
         let c0: f64 = x.iter().map(|v| v * v).sum();
         for lag in [1usize, 5, 8, 20] {
             let c: f64 = (0..n - lag).map(|i| x[i] * x[i + lag]).sum();
             assert!((s.acf[lag] - c / c0).abs() < 1e-5, "lag {lag}");
+            assert!((alone[lag] - c / c0).abs() < 1e-5, "lag {lag}");
         }
         let peak = (1..=n)
             .max_by(|a, b| s.power[*a].total_cmp(&s.power[*b]))
