@@ -114,9 +114,10 @@ impl BufferPool {
         if self.free.load(Ordering::Acquire) & (1u64 << slot) != 0 {
             return false;
         }
-        // SAFETY: `ptr` starts a buffer of `size` bytes inside the allocation, held by
-        // the caller (not free), so no one else writes it.
-        unsafe { std::ptr::write_bytes(ptr, 0, used.min(self.size)) };
+        // SAFETY: slot < count, so this is a buffer of `size` bytes inside the
+        // allocation (the one `ptr` starts), held by the caller (not free), so no one
+        // else writes it.
+        unsafe { std::ptr::write_bytes(self.base.add(slot * self.size), 0, used.min(self.size)) };
         self.release(ptr)
     }
 
@@ -192,7 +193,10 @@ mod tests {
         let b = pool.acquire().unwrap();
         // SAFETY: `b` is a held buffer of 64 bytes.
         unsafe { std::slice::from_raw_parts_mut(b, 64) }.fill(7);
-        assert!(pool.release_zeroed(a, usize::MAX), "length clamped to the buffer");
+        assert!(
+            pool.release_zeroed(a, usize::MAX),
+            "length clamped to the buffer"
+        );
         // SAFETY: as above; `a` zeroing must not have reached `b`.
         assert!(unsafe { std::slice::from_raw_parts(b, 64) }
             .iter()

@@ -7,9 +7,10 @@
 //! aggregate's lock is only taken by CUPTI's delivery thread and by our sender.
 
 use crate::aggregate::Aggregator;
+use crate::batch::Batch;
 use crate::buffers::BufferPool;
 use crate::config::Config;
-use crate::records::{parse, Record};
+use crate::records::{self, parse, Record, KIND_CONCURRENT_KERNEL, KIND_KERNEL};
 use crate::sender::Source;
 use crate::wire::DutyCycle;
 use cudarc::cupti::result::{activity, CuptiError};
@@ -228,38 +229,56 @@ unsafe extern "C" fn buffer_completed(
         let mut dropped = 0usize;
         // SAFETY: CUPTI passes its own context and stream; `dropped` is a valid out-pointer.
         let _ = unsafe { activity::get_num_dropped_records(context, stream_id, &mut dropped) };
-        let mut agg = lock(&shared.aggregator);
-        agg.record_dropped(dropped as u64);
+        let mut memory = Aggregator::new(0);
+        let mut batch = Batch::default();
         if !buffer.is_null() && valid_size > 0 {
             // SAFETY: the buffer holds `valid_size` bytes of records CUPTI wrote.
-            unsafe { aggregate_buffer(&mut agg, buffer, valid_size) };
+            unsafe { read_buffer(buffer, valid_size, &mut batch, &mut memory) };
         }
+        let mut agg = lock(&shared.aggregator);
+        agg.record_dropped(dropped as u64);
+        agg.absorb(memory);
+        // SAFETY: kernel names are owned by CUPTI and live for the process.
+        unsafe { batch.fold_into(&mut agg) };
     });
     if buffer.is_null() {
         return;
     }
     if shared.zeroed_buffers {
-        shared.pool.release_zeroed(buffer, shared.pool.buffer_size());
+        shared
+            .pool
+            .release_zeroed(buffer, shared.pool.buffer_size());
     } else {
         shared.pool.release(buffer);
     }
 }
 
-unsafe fn aggregate_buffer(agg: &mut Aggregator, buffer: *mut u8, valid_size: usize) {
+/// Sums kernel records into `batch` and memory records into `memory` (memcpy and
+/// memset are rare next to launches and go straight to an aggregator).
+unsafe fn read_buffer(
+    buffer: *mut u8,
+    valid_size: usize,
+    batch: &mut Batch,
+    memory: &mut Aggregator,
+) {
     let mut record: *mut CUpti_Activity = std::ptr::null_mut();
     // SAFETY: CUPTI walks its own buffer; it returns an error at the end.
     while unsafe { activity::get_next_record(buffer, valid_size, &mut record) }.is_ok() {
-        // SAFETY: CUPTI returned a pointer to a whole record inside the buffer; kernel
-        // names are owned by CUPTI and live for the process.
-        match unsafe { parse(record.cast::<u8>()) } {
-            Record::Kernel(run) => agg.record_kernel(&run),
-            Record::Memcpy {
-                device,
-                direction,
-                bytes,
-            } => agg.record_memcpy(device, direction, bytes),
-            Record::Memset { device, bytes } => agg.record_memset(device, bytes),
-            Record::Other(_) => {}
+        let at = record.cast::<u8>();
+        // SAFETY: CUPTI returned a pointer to a whole record inside the buffer.
+        match unsafe { records::kind(at) } {
+            // SAFETY: the kind says it is a kernel record.
+            KIND_CONCURRENT_KERNEL | KIND_KERNEL => batch.add(&unsafe { records::raw_kernel(at) }),
+            // SAFETY: a whole record; kernel names never get here.
+            _ => match unsafe { parse(at) } {
+                Record::Memcpy {
+                    device,
+                    direction,
+                    bytes,
+                } => memory.record_memcpy(device, direction, bytes),
+                Record::Memset { device, bytes } => memory.record_memset(device, bytes),
+                Record::Kernel(_) | Record::Other(_) => {}
+            },
         }
     }
 }
