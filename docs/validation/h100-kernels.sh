@@ -41,7 +41,7 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 LOG="$OUT/kernels.log"
 : > "$LOG"
-WORKLOADS=docs/validation/kernels_workloads.py
+WORKLOADS=${WORKLOADS:-docs/validation/kernels_workloads.py}
 
 # GET a URL to stdout (curl may be missing on the GPU machine).
 fetch() { python3 -c 'import sys,urllib.request;sys.stdout.write(urllib.request.urlopen(sys.argv[1],timeout=5).read().decode())' "$1" 2>/dev/null; }
@@ -165,9 +165,12 @@ if v:
           "The training loop's events also count the gaps between kernels.")
     if vs and len(v["comparisons"]) > 1 and vs["comparisons"]:
         full, samp = v["comparisons"][1], vs["comparisons"][0]
-        if full["ratio"] and samp["ratio"]:
-            print(f"Sampled vs every-launch kernel share of the training loop: {samp['ratio'] / full['ratio']:.3f} "
-                  "(1 = the scaled-up sample matches).")
+        per = lambda r, k: r[k] / r["iterations"] if r.get("iterations") else None
+        ks, kf = per(samp, "exporter_kernel_seconds"), per(full, "exporter_kernel_seconds")
+        ls, lf = per(samp, "exporter_launches"), per(full, "exporter_launches")
+        if ks and kf and ls and lf:
+            print(f"Training loop, sampled (scaled up) / every launch, per step: kernel time {ks / kf:.3f}, "
+                  f"launches {ls / lf:.3f} (1 = the sample is unbiased).")
     print()
 try:
     metrics = parse_metrics(open(f"{out}/kernel-metrics.prom").read())
@@ -220,7 +223,7 @@ for x in variants:
     clk = [t["clocks_mhz"][0] for r in rs for t in r["programs"].values() if t.get("clocks_mhz")]
     rss = [r["rss_peak_bytes"] / 2**20 for r in rs]
     print(f"| {names[x]} | {st.median(main):.2f} | {st.median(other):.3f} | "
-          f"{st.median(clk) if clk else '-'} | {st.median(rss):.0f} |" if main else f"| {names[x]} | - | - | - | - |")
+          f"{st.median(clk) if clk else 0:.0f} | {st.median(rss):.0f} |" if main else f"| {names[x]} | - | - | - | - |")
 dropped = {l.get("workload"): val for n, l, val in metrics if n == "poolprof_inject_dropped_records_total"}
 launches = {}
 for n, l, val in metrics:
@@ -270,6 +273,8 @@ for ((rep = 0; rep < REPS; rep++)); do
   summarize
 done
 kill -0 "$EXPORTER_PID" 2>/dev/null || log "exporter died during the benchmark"
+aside=$(grep -c '^poolprof-inject:' "$LOG")
+(( aside == 0 )) || log "the library printed $aside line(s) in benchmarked processes: $(grep -m1 '^poolprof-inject:' "$LOG")"
 sleep 1.5  # the last process's final report
 fetch "$URL" | grep -E '^(# (HELP|TYPE) )?poolprof_(kernel|memcpy|memset|inject)_' > "$OUT/kernel-metrics.prom"
 log "kernel metrics: $(grep -c '^poolprof_' "$OUT/kernel-metrics.prom") samples in kernel-metrics.prom"

@@ -373,7 +373,7 @@ def gemm_loop(torch, iterations):
     return run
 
 
-def compare_with_exporter(args, label, run):
+def compare_with_exporter(args, label, iterations, run):
     """Exporter-reported kernel seconds and launches over `run` vs CUDA-event seconds."""
     metric_s = "poolprof_kernel_duration_seconds_total"
     metric_n = "poolprof_kernel_launches_total"
@@ -387,6 +387,7 @@ def compare_with_exporter(args, label, run):
     reported = s1 - s0
     return {
         "loop": label,
+        "iterations": iterations,
         "event_seconds": event_s,
         "exporter_kernel_seconds": reported,
         "ratio": reported / event_s if event_s > 0 else None,
@@ -417,8 +418,10 @@ def cmd_validate(args):
     rows = []
     if not args.sampled:
         run = gemm_loop(torch, args.gemm_iterations)
-        rows.append(compare_with_exporter(args, f"bf16 GEMM 8192^3 x{args.gemm_iterations}", run))
-    rows.append(compare_with_exporter(args, f"train x{args.train_iterations}", train_loop(torch, args.train_iterations)))
+        rows.append(compare_with_exporter(args, f"bf16 GEMM 8192^3 x{args.gemm_iterations}",
+                                          args.gemm_iterations, run))
+    rows.append(compare_with_exporter(args, f"train x{args.train_iterations}", args.train_iterations,
+                                      train_loop(torch, args.train_iterations)))
     result = {"comparisons": rows, "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "duty": os.environ.get("POOLPROF_INJECT_DUTY", "default"), "sampled": args.sampled,
               "rss_peak_bytes": proc_status("VmHWM")}
