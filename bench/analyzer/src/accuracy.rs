@@ -4,21 +4,13 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::engines;
-use crate::inputs::{POINTS, STEP};
+use crate::inputs::{uniform, POINTS, STEP};
 use crate::synthetic::{generate, Case, Kind};
 
 /// Steps held out for forecasts: one day at one minute.
 const HOLDOUT: usize = 1_440;
 /// Noise levels (signal std / noise std) of the periodicity rows.
 const SNRS: [f64; 4] = [f64::INFINITY, 2.0, 1.0, 0.5];
-
-/// The case's values on its uniform grid, short gaps filled linearly, so that every
-/// method sees the same evenly spaced input.
-fn uniform(case: &Case) -> Vec<f64> {
-    let segs = poolprof_analyzer::analysis::grid::segments(&case.points, Some(STEP), 64)
-        .expect("generated series grid");
-    poolprof_analyzer::analysis::grid::longest(segs).values
-}
 
 fn cases(kind: Kind, snr: f64, n: usize, seed: u64) -> Vec<Case> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -32,20 +24,23 @@ fn matches(got_steps: f64, truth_steps: f64) -> bool {
     (got_steps - truth_steps).abs() <= (0.02 * truth_steps).max(0.5)
 }
 
+/// Period detectors compared.
+const DETECTORS: usize = 3;
+
 struct Tally {
-    hits: [usize; 2],
-    all_hits: [usize; 2],
+    hits: [usize; DETECTORS],
+    all_hits: [usize; DETECTORS],
     total: usize,
 }
 
 /// Prints the period-detection table.
 fn periods_table(per_cell: usize) {
-    println!("| periodicity (n = {POINTS}, step {STEP} s) | poolprof | augurs-seasons |");
-    println!("| --- | --- | --- |");
+    println!("| periodicity (n = {POINTS}, step {STEP} s) | poolprof | augurs-seasons (defaults) | augurs-seasons (max period n/3) |");
+    println!("| --- | --- | --- | --- |");
     for (j, snr) in SNRS.iter().enumerate() {
         let mut t = Tally {
-            hits: [0; 2],
-            all_hits: [0; 2],
+            hits: [0; DETECTORS],
+            all_hits: [0; DETECTORS],
             total: 0,
         };
         for (i, kind) in Kind::SEASONAL.iter().enumerate() {
@@ -54,7 +49,8 @@ fn periods_table(per_cell: usize) {
                 let truth: Vec<f64> = case.periods.iter().map(|p| p / STEP).collect();
                 let answers = [
                     engines::ours(&y, STEP, 1).periods,
-                    engines::augurs(&y, 1).periods,
+                    engines::augurs_periods(&y),
+                    engines::augurs_periods_wide(&y),
                 ];
                 for (e, got) in answers.iter().enumerate() {
                     if got.iter().any(|g| matches(*g, truth[0])) {
@@ -67,34 +63,42 @@ fn periods_table(per_cell: usize) {
                 t.total += 1;
             }
         }
-        let pct = |x: usize| 100.0 * x as f64 / t.total as f64;
+        let cells: Vec<String> = (0..DETECTORS)
+            .map(|e| {
+                let pct = |x: usize| 100.0 * x as f64 / t.total as f64;
+                format!("{:.1}% / {:.1}%", pct(t.hits[e]), pct(t.all_hits[e]))
+            })
+            .collect();
         println!(
-            "| detected, SNR {snr} ({} series): dominant / every period within 2% | {:.1}% / {:.1}% | {:.1}% / {:.1}% |",
+            "| detected, SNR {snr} ({} series): dominant / every period within 2% | {} |",
             t.total,
-            pct(t.hits[0]),
-            pct(t.all_hits[0]),
-            pct(t.hits[1]),
-            pct(t.all_hits[1])
+            cells.join(" | ")
         );
     }
     for (i, kind) in Kind::APERIODIC.iter().enumerate() {
         let cs = cases(*kind, f64::INFINITY, per_cell * 2, 8_000 + i as u64);
-        let mut fp = [0usize; 2];
+        let mut fp = [0usize; DETECTORS];
         for case in &cs {
             let y = uniform(case);
-            if !engines::ours(&y, STEP, 1).periods.is_empty() {
-                fp[0] += 1;
-            }
-            if !engines::augurs(&y, 1).periods.is_empty() {
-                fp[1] += 1;
+            let found = [
+                engines::ours(&y, STEP, 1).periods,
+                engines::augurs_periods(&y),
+                engines::augurs_periods_wide(&y),
+            ];
+            for (e, f) in found.iter().enumerate() {
+                if !f.is_empty() {
+                    fp[e] += 1;
+                }
             }
         }
-        let pct = |x: usize| 100.0 * x as f64 / cs.len() as f64;
+        let cells: Vec<String> = fp
+            .iter()
+            .map(|x| format!("{:.1}%", 100.0 * *x as f64 / cs.len() as f64))
+            .collect();
         println!(
-            "| false positives, {kind:?} ({} series) | {:.1}% | {:.1}% |",
+            "| false positives, {kind:?} ({} series) | {} |",
             cs.len(),
-            pct(fp[0]),
-            pct(fp[1])
+            cells.join(" | ")
         );
     }
 }
@@ -158,7 +162,7 @@ fn forecast_table(per_cell: usize) {
                     engines::ours(train, STEP, HOLDOUT).forecast,
                     seasonal_naive(train, m, HOLDOUT),
                     predict_linear(train, HOLDOUT, HOLDOUT),
-                    engines::augurs(train, HOLDOUT).forecast,
+                    engines::augurs_forecast(train, HOLDOUT),
                 ];
                 for (k, p) in preds.iter().enumerate() {
                     smapes[k] += smape(test, p);

@@ -37,6 +37,7 @@ pub struct Answer {
 }
 
 /// Periods, then a forecast of `horizon` steps (ours uses the detected period).
+/// With `BENCH_PERIODS_ONLY` set in the environment, both engines skip the forecast.
 pub fn ours(values: &[f64], step: f64, horizon: usize) -> Answer {
     let series = Series::from_values(values, step);
     let outcome = detect_periods(&series, &PeriodConfig::default());
@@ -69,17 +70,45 @@ pub fn ours(values: &[f64], step: f64, horizon: usize) -> Answer {
 /// augurs: the Welch-periodogram detector's periods (strongest first) and a
 /// non-seasonal AutoETS forecast (augurs-ets has no seasonal models).
 pub fn augurs(values: &[f64], horizon: usize) -> Answer {
-    let mut periods: Vec<f64> = PeriodogramDetector::default()
-        .detect(values)
-        .into_iter()
-        .map(f64::from)
-        .collect();
+    if std::env::var_os("BENCH_PERIODS_ONLY").is_some() {
+        return Answer {
+            periods: augurs_periods(values),
+            forecast: vec![0.0; horizon],
+        };
+    }
+    Answer {
+        periods: augurs_periods(values),
+        forecast: augurs_forecast(values, horizon),
+    }
+}
+
+/// augurs-seasons' periods with its defaults (periods 4 to 512 steps), strongest
+/// first (it lists them weakest first).
+pub fn augurs_periods(values: &[f64]) -> Vec<f64> {
+    strongest_first(PeriodogramDetector::default().detect(values))
+}
+
+/// augurs-seasons' periods with the period range widened to a third of the series,
+/// as ours searches.
+pub fn augurs_periods_wide(values: &[f64]) -> Vec<f64> {
+    let detector = PeriodogramDetector::builder()
+        .max_period((values.len() / 3) as u32)
+        .build();
+    strongest_first(detector.detect(values))
+}
+
+fn strongest_first(detected: Vec<u32>) -> Vec<f64> {
+    let mut periods: Vec<f64> = detected.into_iter().map(f64::from).collect();
     periods.reverse();
-    let forecast = AutoETS::non_seasonal()
+    periods
+}
+
+/// augurs-ets AutoETS (ZZN) point forecast; the last value repeated if it fails.
+pub fn augurs_forecast(values: &[f64], horizon: usize) -> Vec<f64> {
+    AutoETS::non_seasonal()
         .fit(values)
         .ok()
         .and_then(|m| m.predict(horizon, None).ok())
         .map(|f| f.point)
-        .unwrap_or_else(|| vec![*values.last().unwrap_or(&0.0); horizon]);
-    Answer { periods, forecast }
+        .unwrap_or_else(|| vec![*values.last().unwrap_or(&0.0); horizon])
 }

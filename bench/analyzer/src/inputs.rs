@@ -5,7 +5,7 @@ use std::io::Write;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::synthetic::{generate, Kind};
+use crate::synthetic::{generate, Case, Kind};
 
 /// Points per series: a week at one minute.
 pub const POINTS: usize = 10_080;
@@ -29,7 +29,15 @@ pub fn series(i: usize) -> Vec<f64> {
     let kind = kinds[i % kinds.len()];
     let snr = [4.0, 2.0, 1.0][(i / kinds.len()) % 3];
     let mut rng = ChaCha8Rng::seed_from_u64(0x9e37_79b9 ^ i as u64);
-    generate(kind, POINTS, STEP, snr, &mut rng).values()
+    uniform(&generate(kind, POINTS, STEP, snr, &mut rng))
+}
+
+/// The case's values on its uniform grid, short gaps filled linearly, so that every
+/// method sees the same evenly spaced input of `POINTS` values.
+pub fn uniform(case: &Case) -> Vec<f64> {
+    let segs = poolprof_analyzer::analysis::grid::segments(&case.points, Some(STEP), 64)
+        .expect("generated series grid");
+    poolprof_analyzer::analysis::grid::longest(segs).values
 }
 
 /// The whole pool, generated on `threads` threads.

@@ -16,7 +16,8 @@ use std::sync::Arc;
 /// Why a field could not be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReadError {
-    /// The device or driver does not offer this field; the series stays absent.
+    /// The device or driver does not offer this field, or the backend takes the same
+    /// quantity from a better source (GPM's PCIe bytes); the series stays absent.
     #[error("not supported by this device")]
     NotSupported,
     /// The field needs a second sample first (GPM, process utilization); try next interval.

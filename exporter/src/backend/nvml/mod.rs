@@ -8,6 +8,7 @@ mod fields;
 mod gpm;
 mod mig;
 mod processes;
+mod reuse;
 mod xid;
 
 pub use device::NvmlDevice;
