@@ -1,20 +1,32 @@
 #!/usr/bin/env python3
 """PyTorch programs for validating poolprof's CUPTI injection library on a GPU.
 
-Three programs, built locally (nothing is downloaded):
-  train  a small transformer language model, bf16 autocast, AdamW, a few hundred steps;
+Three programs, built locally on the GPU (nothing is downloaded):
+  train  a small transformer language model, bf16 autocast, AdamW;
   infer  a GPT-like decoder generating tokens at batch 1 (no KV cache: launch-bound);
   tiny   a launch-bound loop of tiny element-wise kernels.
 
 Subcommands:
   validate  with the library injected and the exporter running: compares the kernel
-            time the exporter reports for a GPU-bound GEMM loop with CUDA-event timing
-            of the same loop, then runs the three programs once; writes JSON.
-  bench     runs the three programs timed (one variant per process: baseline, with
-            the library, or under torch.profiler) and appends one JSON line: wall
-            seconds per program and the process's peak RSS.
+            time the exporter reports for a GPU-bound GEMM loop (and a training loop)
+            with CUDA-event timing of the same loop; writes JSON. With --sampled it
+            only runs the training loop, for the sampling accuracy of a duty cycle.
+  bench     one process of the overhead benchmark: the three programs, each warmed
+            up outside the timing and then timed over a fixed number of steps in a
+            few segments; with --with-prof the same again under torch.profiler (CUDA
+            activities) in the same process. Appends one JSON line per variant.
+  cpus      prints the CPU plan the script pins processes to (see pick_cpus).
 
-Only the standard library and torch are needed.
+Why the bench looks like this (the first H100 run spread +-25% between runs of one
+variant): launch-bound loops run at the speed of one CPU thread, so the main thread is
+pinned to a core of the GPU's NUMA node whose hyperthread sibling stays idle, every
+other thread (driver, CUPTI, the library, torch) to a second core, and the exporter to
+the remaining CPUs; each program warms up for a second outside the timing (GPU clocks
+ramp from 345 MHz idle, kernels load lazily, CUPTI instruments modules as they load);
+the timed region is a fixed amount of work of a few seconds, cut into segments so the
+within-process spread can be told from the between-process spread.
+
+Only the standard library and torch are needed (pynvml optional, for clocks).
 """
 
 import argparse
@@ -22,6 +34,7 @@ import json
 import os
 import re
 import sys
+import threading
 import time
 import urllib.request
 
@@ -56,23 +69,143 @@ def workload_total(url, metric, workload):
     return sum(v for n, l, v in parse_metrics(scrape(url)) if n == metric and l.get("workload") == workload)
 
 
-def rss_peak_bytes():
+def proc_status(key):
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmHWM:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
     return 0
 
 
-def rss_now_bytes():
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+# --- CPU placement --------------------------------------------------------------------
+
+def cpu_list(text):
+    """'0-3,8,10-11' -> [0, 1, 2, 3, 8, 10, 11]."""
+    out = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def read(path, default=""):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def pick_cpus(pci_bus_id=""):
+    """(main, helpers, exporter) CPU lists, or None when there are too few CPUs.
+
+    main: one CPU of a physical core near the GPU, its siblings left idle; helpers: the
+    CPUs of a second such core; exporter: every other allowed CPU."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 4:
+        return None
+    local = []
+    if pci_bus_id:
+        bus = pci_bus_id.lower()
+        bus = bus[4:] if len(bus) == 16 else bus  # 00000000:19:00.0 -> 0000:19:00.0
+        local = [c for c in cpu_list(read(f"/sys/bus/pci/devices/{bus}/local_cpulist")) if c in allowed]
+    pool = local if len(local) >= 4 else allowed
+
+    def core(cpu):
+        sib = cpu_list(read(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list", str(cpu)))
+        return [c for c in sib if c in allowed] or [cpu]
+
+    # Highest-numbered first: CPU 0 usually takes more interrupts.
+    cores, seen = [], set()
+    for cpu in reversed(pool):
+        if cpu in seen:
+            continue
+        c = core(cpu)
+        seen.update(c)
+        cores.append(c)
+    if len(cores) < 2:
+        return None
+    main, helpers = [cores[0][0]], cores[1]
+    used = set(cores[0]) | set(helpers)
+    exporter = [c for c in allowed if c not in used] or helpers
+    return main, helpers, exporter
+
+
+def fmt(cpus):
+    return ",".join(map(str, cpus))
+
+
+def thread_cpu_seconds(tid):
+    """CPU time of one thread of this process (schedstat: ns; stat: clock ticks)."""
+    s = read(f"/proc/self/task/{tid}/schedstat")
+    if s:
+        return int(s.split()[0]) / 1e9
+    fields = read(f"/proc/self/task/{tid}/stat").rsplit(")", 1)[-1].split()
+    if len(fields) > 12:
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return 0.0
+
+
+def other_threads():
+    me = threading.get_native_id()
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task") if int(t) != me]
+    except OSError:
+        return []
+
+
+def other_threads_cpu():
+    return sum(thread_cpu_seconds(t) for t in other_threads())
+
+
+class Placement:
+    """Pins the main thread to `main` and every other thread to `helpers`."""
+
+    def __init__(self, spec):
+        self.main = self.helpers = None
+        if spec:
+            m, _, h = spec.partition(":")
+            self.main, self.helpers = set(cpu_list(m)), set(cpu_list(h))
+
+    def before_cuda(self):
+        # Threads inherit the affinity of the thread that creates them: the driver's,
+        # CUPTI's and the library's threads are created during CUDA's start.
+        if self.helpers:
+            os.sched_setaffinity(0, self.helpers)
+
+    def after_cuda(self):
+        if self.main:
+            os.sched_setaffinity(0, self.main)
+        self.sweep()
+
+    def sweep(self):
+        """Moves threads created since (by the main thread, so on `main`) to `helpers`."""
+        if not self.helpers:
+            return
+        for tid in other_threads():
+            try:
+                os.sched_setaffinity(tid, self.helpers)
+            except OSError:
+                pass  # the thread ended
+
+
+def gpu_clocks():
+    """(SM MHz, memory MHz) of device 0 now, or None."""
+    try:
+        import pynvml
+        pynvml.nvmlInit()
+        h = pynvml.nvmlDeviceGetHandleByIndex(int(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or 0))
+        return (pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM),
+                pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM))
+    except Exception:  # noqa: BLE001 - clocks are informative only
+        return None
 
 
 # --- programs -------------------------------------------------------------------------
+# Each builder returns (step, steps): `steps` is a fixed amount of work that takes about
+# 2.5 s on an H100 (first run: train 10.5 ms/step, infer 98 ms, tiny 8.6 ms).
 
 def build_train(torch):
     nn = torch.nn
@@ -89,7 +222,8 @@ def build_train(torch):
         def forward(self, x, mask):
             return self.head(self.body(self.emb(x), mask=mask, is_causal=True))
 
-    model = LM().cuda()
+    with torch.device("cuda"):
+        model = LM()
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device="cuda").manual_seed(0)
     data = torch.randint(0, vocab, (batch, seq + 1), device="cuda", generator=gen)
@@ -104,7 +238,7 @@ def build_train(torch):
         loss.backward()
         opt.step()
 
-    return step, 200
+    return step, 240
 
 
 def build_infer(torch):
@@ -126,7 +260,8 @@ def build_infer(torch):
             mask = nn.Transformer.generate_square_subsequent_mask(n, device=x.device, dtype=h.dtype)
             return self.head(self.body(h, mask=mask, is_causal=True)[:, -1])
 
-    model = GPT().cuda().to(torch.bfloat16).eval()
+    with torch.device("cuda"):
+        model = GPT().to(torch.bfloat16).eval()
     start = torch.randint(0, vocab, (1, prompt), device="cuda")
 
     def step():
@@ -136,7 +271,7 @@ def build_infer(torch):
                 nxt = model(x).argmax(-1, keepdim=True)
                 x = torch.cat([x, nxt], dim=1)
 
-    return step, 3
+    return step, 25
 
 
 def build_tiny(torch):
@@ -146,36 +281,72 @@ def build_tiny(torch):
         for _ in range(1000):
             x.add_(1.0)
 
-    return step, 60
+    return step, 300
 
 
 PROGRAMS = {"train": build_train, "infer": build_infer, "tiny": build_tiny}
+SEGMENTS = 5
 
 
-def timed(torch, step, iterations):
-    """Wall seconds of `iterations` steps, GPU work included."""
-    torch.cuda.synchronize()
+def warm_up(torch, step, seconds):
+    """At least 3 steps and `seconds` of them: allocator, cuBLAS, lazy kernel loading,
+    CUPTI instrumentation and GPU clock ramp-up all happen here, not in the timing."""
     t0 = time.perf_counter()
-    for _ in range(iterations):
+    n = 0
+    while n < 3 or time.perf_counter() - t0 < seconds:
         step()
+        n += 1
+        if n % 5 == 0:
+            torch.cuda.synchronize()
     torch.cuda.synchronize()
-    return time.perf_counter() - t0
 
 
-def run_programs(torch, profile=False):
-    out = {}
-    for name, build in PROGRAMS.items():
-        step, iterations = build(torch)
-        for _ in range(3):  # warm-up: allocator, cuBLAS handles, autotuning
+def timed(torch, step, steps, placement):
+    """Wall seconds of `steps` steps (GPU work included) in SEGMENTS segments, and the
+    CPU seconds of the main thread and of every other thread over the same span."""
+    placement.sweep()
+    per = max(1, steps // SEGMENTS)
+    torch.cuda.synchronize()
+    main0, other0 = time.thread_time(), other_threads_cpu()
+    segments = []
+    for _ in range(SEGMENTS):
+        t0 = time.perf_counter()
+        for _ in range(per):
             step()
         torch.cuda.synchronize()
+        segments.append(time.perf_counter() - t0)
+    return {
+        "steps": per * SEGMENTS,
+        "seconds": sum(segments),
+        "segments": segments,
+        "main_cpu_s": time.thread_time() - main0,
+        "other_cpu_s": other_threads_cpu() - other0,
+    }
+
+
+def run_programs(torch, placement, scale, warm_s, profile=False):
+    """{program: timing} for every program; under torch.profiler when `profile`."""
+    out = {}
+    for i, (name, build) in enumerate(PROGRAMS.items()):
+        step, steps = build(torch)
+        steps = max(SEGMENTS, int(steps * scale))
         if profile:
             from torch.profiler import ProfilerActivity, profile as prof
-            with prof(activities=[ProfilerActivity.CUDA]) as p:
-                out[name] = timed(torch, step, iterations)
+            p = prof(activities=[ProfilerActivity.CUDA])
+            p.start()
+            warm_up(torch, step, warm_s)  # CUPTI's own start and instrumentation
+            r = timed(torch, step, steps, placement)
+            t0 = time.perf_counter()
+            p.stop()
+            r["profiler_stop_s"] = time.perf_counter() - t0
             del p
         else:
-            out[name] = timed(torch, step, iterations)
+            warm_up(torch, step, warm_s * (2 if i == 0 else 1))
+            r = timed(torch, step, steps, placement)
+        r["clocks_mhz"] = gpu_clocks()
+        out[name] = r
+        del step
+        torch.cuda.empty_cache()
     return out
 
 
@@ -202,7 +373,7 @@ def gemm_loop(torch, iterations):
     return run
 
 
-def compare_with_exporter(torch, args, label, run):
+def compare_with_exporter(args, label, iterations, run):
     """Exporter-reported kernel seconds and launches over `run` vs CUDA-event seconds."""
     metric_s = "poolprof_kernel_duration_seconds_total"
     metric_n = "poolprof_kernel_launches_total"
@@ -216,6 +387,7 @@ def compare_with_exporter(torch, args, label, run):
     reported = s1 - s0
     return {
         "loop": label,
+        "iterations": iterations,
         "event_seconds": event_s,
         "exporter_kernel_seconds": reported,
         "ratio": reported / event_s if event_s > 0 else None,
@@ -224,18 +396,11 @@ def compare_with_exporter(torch, args, label, run):
     }
 
 
-def cmd_validate(args):
-    import torch
+def train_loop(torch, iterations):
+    step, _ = build_train(torch)
+    warm_up(torch, step, 1.0)
 
-    rows = []
-    run = gemm_loop(torch, args.gemm_iterations)
-    rows.append(compare_with_exporter(torch, args, f"bf16 GEMM 8192^3 x{args.gemm_iterations}", run))
-
-    step, iterations = build_train(torch)
-    step()
-    torch.cuda.synchronize()
-
-    def train_run():
+    def run():
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(iterations):
@@ -244,28 +409,52 @@ def cmd_validate(args):
         end.synchronize()
         return start.elapsed_time(end) / 1e3, None
 
-    rows.append(compare_with_exporter(torch, args, f"train x{iterations} (gaps between kernels count in events only)", train_run))
-    programs = run_programs(torch)
-    time.sleep(args.settle)
-    result = {"comparisons": rows, "program_seconds": programs, "device": torch.cuda.get_device_name(0),
-              "torch": torch.__version__, "rss_peak_bytes": rss_peak_bytes()}
+    return run
+
+
+def cmd_validate(args):
+    import torch
+
+    rows = []
+    if not args.sampled:
+        run = gemm_loop(torch, args.gemm_iterations)
+        rows.append(compare_with_exporter(args, f"bf16 GEMM 8192^3 x{args.gemm_iterations}",
+                                          args.gemm_iterations, run))
+    rows.append(compare_with_exporter(args, f"train x{args.train_iterations}", args.train_iterations,
+                                      train_loop(torch, args.train_iterations)))
+    result = {"comparisons": rows, "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+              "duty": os.environ.get("POOLPROF_INJECT_DUTY", "default"), "sampled": args.sampled,
+              "rss_peak_bytes": proc_status("VmHWM")}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     print(json.dumps(result))
 
 
 def cmd_bench(args):
+    placement = Placement(args.cpus)
+    placement.before_cuda()
     import torch
 
     torch.cuda.init()
-    rss_before = rss_now_bytes()
-    seconds = run_programs(torch, profile=(args.variant == "prof"))
-    line = {"variant": args.variant, "rep": args.rep, "seconds": seconds,
-            "rss_peak_bytes": rss_peak_bytes(), "rss_after_init_bytes": rss_before,
-            "injected": bool(os.environ.get("CUDA_INJECTION64_PATH"))}
-    with open(args.out, "a") as f:
-        f.write(json.dumps(line) + "\n")
-    print(json.dumps(line))
+    torch.zeros(1, device="cuda")  # the context: CUDA's, CUPTI's and our threads start here
+    placement.after_cuda()
+    rss_before = proc_status("VmRSS")
+    lines = [(args.variant, run_programs(torch, placement, args.scale, args.warm))]
+    if args.with_prof:
+        lines.append(("prof", run_programs(torch, placement, args.prof_scale, args.warm / 2, profile=True)))
+    for variant, programs in lines:
+        line = {"variant": variant, "rep": args.rep, "programs": programs, "cpus": args.cpus,
+                "rss_peak_bytes": proc_status("VmHWM"), "rss_after_init_bytes": rss_before,
+                "injected": bool(os.environ.get("CUDA_INJECTION64_PATH")), "pid": os.getpid()}
+        with open(args.out, "a") as f:
+            f.write(json.dumps(line) + "\n")
+        print(json.dumps({"variant": variant, "rep": args.rep,
+                          "seconds": {k: round(v["seconds"], 4) for k, v in programs.items()}}))
+
+
+def cmd_cpus(args):
+    plan = pick_cpus(args.pci_bus_id)
+    print("" if plan is None else " ".join(fmt(p) for p in plan))
 
 
 def main():
@@ -275,19 +464,32 @@ def main():
     v.add_argument("--metrics-url", required=True)
     v.add_argument("--workload", required=True, help="the POOLPROF_WORKLOAD this process runs under")
     v.add_argument("--gemm-iterations", type=int, default=300)
-    v.add_argument("--settle", type=float, default=3.0, help="seconds for reports to reach /metrics")
+    v.add_argument("--train-iterations", type=int, default=200)
+    v.add_argument("--sampled", action="store_true", help="only the training loop (duty-cycle accuracy)")
+    v.add_argument("--settle", type=float, default=2.5, help="seconds for reports to reach /metrics")
     v.add_argument("--out", required=True)
     b = sub.add_parser("bench")
-    b.add_argument("--variant", required=True, choices=["base", "lib", "lib_duty", "prof"])
+    b.add_argument("--variant", required=True, choices=["base", "lib", "lib_always"])
+    b.add_argument("--with-prof", action="store_true", help="then the same under torch.profiler")
     b.add_argument("--rep", type=int, default=0)
+    b.add_argument("--cpus", default="", help="MAIN:HELPERS cpu lists, e.g. 15:14,6 (empty: no pinning)")
+    b.add_argument("--scale", type=float, default=1.0, help="multiplies every program's step count")
+    b.add_argument("--prof-scale", type=float, default=0.4, help="step-count scale under torch.profiler")
+    b.add_argument("--warm", type=float, default=0.6, help="warm-up seconds per program (first one x2)")
     b.add_argument("--out", required=True)
+    c = sub.add_parser("cpus")
+    c.add_argument("--pci-bus-id", default="")
     args = p.parse_args()
     if args.cmd == "validate":
         if os.environ.get("POOLPROF_WORKLOAD") != args.workload:
             sys.exit("validate: set POOLPROF_WORKLOAD to the --workload value")
         cmd_validate(args)
-    else:
+    elif args.cmd == "bench":
+        if not 0.01 <= args.scale <= 20 or not 0.01 <= args.prof_scale <= 20:
+            sys.exit("bench: --scale and --prof-scale must be within 0.01..20")
         cmd_bench(args)
+    else:
+        cmd_cpus(args)
 
 
 if __name__ == "__main__":

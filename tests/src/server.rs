@@ -180,6 +180,7 @@ mod tests {
         let mut command = Command::new("prometheus-pushgateway");
         command
             .arg(format!("--web.listen-address=127.0.0.1:{port}"))
+            .arg("--persistence.file=") // not Debian's shared default file
             .current_dir(dir);
         command
     }

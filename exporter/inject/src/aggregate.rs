@@ -76,9 +76,20 @@ impl Aggregator {
     /// anomalies) counts with duration 0.
     pub fn record_kernel(&mut self, run: &KernelRun<'_>) {
         let stats = KernelStats::one(run.end_ns.saturating_sub(run.start_ns));
-        let name = truncate_utf8(run.name, MAX_KERNEL_NAME_BYTES);
+        self.record_kernels(run.device, run.name, &stats, &run.geometry);
+    }
+
+    /// Adds several executions of one kernel at once (`geometry` of the last one).
+    pub fn record_kernels(
+        &mut self,
+        device: u32,
+        name: &str,
+        stats: &KernelStats,
+        geometry: &Geometry,
+    ) {
+        let name = truncate_utf8(name, MAX_KERNEL_NAME_BYTES);
         let name = if name.is_empty() { "<unnamed>" } else { name };
-        self.add_kernel(run.device, name, &stats, &run.geometry);
+        self.add_kernel(device, name, stats, geometry);
     }
 
     /// Adds bytes moved by one memory copy.

@@ -5,8 +5,13 @@
 //! and a bitmask of free slots updated with compare-and-swap. When every buffer is in
 //! use the request gets none and CUPTI drops (and counts) records; that bounds the
 //! library's memory whatever the launch rate.
+//!
+//! Buffers are handed out zeroed: the allocation starts zeroed and
+//! [`BufferPool::release_zeroed`] clears a buffer before it is free again. CUPTI
+//! otherwise zeroes each buffer itself on the application thread that asked for it
+//! (`CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER`), a stall on the launch path.
 
-use std::alloc::{alloc, dealloc, Layout};
+use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Most buffers a pool can hold (one bit each in the free mask).
@@ -30,15 +35,16 @@ unsafe impl Send for BufferPool {}
 unsafe impl Sync for BufferPool {}
 
 impl BufferPool {
-    /// Allocates `count` (1..=64) buffers of `size` bytes (a multiple of 8); `None` if
-    /// the arguments are out of range or memory is short.
+    /// Allocates `count` (1..=64) zeroed buffers of `size` bytes (a multiple of 8);
+    /// `None` if the arguments are out of range or memory is short. The pages are only
+    /// touched as buffers are used.
     pub fn new(size: usize, count: usize) -> Option<BufferPool> {
         if !(1..=MAX_BUFFERS).contains(&count) || size == 0 || size % ALIGN != 0 {
             return None;
         }
         let layout = Layout::from_size_align(size.checked_mul(count)?, ALIGN).ok()?;
         // SAFETY: the layout has a non-zero size.
-        let base = unsafe { alloc(layout) };
+        let base = unsafe { alloc_zeroed(layout) };
         if base.is_null() {
             return None;
         }
@@ -90,12 +96,35 @@ impl BufferPool {
     /// Returns a buffer to the pool; `false` if `ptr` is not one of this pool's
     /// buffers or is already free (then nothing changes).
     pub fn release(&self, ptr: *mut u8) -> bool {
-        let offset = (ptr as usize).wrapping_sub(self.base as usize);
-        if offset % self.size != 0 || offset / self.size >= self.count {
+        let Some(slot) = self.slot(ptr) else {
+            return false;
+        };
+        let bit = 1u64 << slot;
+        self.free.fetch_or(bit, Ordering::AcqRel) & bit == 0
+    }
+
+    /// Zeroes the first `used` bytes of a buffer (CUPTI's records; the rest is still
+    /// zero) and returns it to the pool, so the next holder gets a zeroed buffer
+    /// without paying for it on its own thread. `false`, touching nothing, if `ptr` is
+    /// not a buffer of this pool or is free.
+    pub fn release_zeroed(&self, ptr: *mut u8, used: usize) -> bool {
+        let Some(slot) = self.slot(ptr) else {
+            return false;
+        };
+        if self.free.load(Ordering::Acquire) & (1u64 << slot) != 0 {
             return false;
         }
-        let bit = 1u64 << (offset / self.size);
-        self.free.fetch_or(bit, Ordering::AcqRel) & bit == 0
+        // SAFETY: slot < count, so this is a buffer of `size` bytes inside the
+        // allocation (the one `ptr` starts), held by the caller (not free), so no one
+        // else writes it.
+        unsafe { std::ptr::write_bytes(self.base.add(slot * self.size), 0, used.min(self.size)) };
+        self.release(ptr)
+    }
+
+    /// The slot `ptr` starts, if it starts one of this pool's buffers.
+    fn slot(&self, ptr: *mut u8) -> Option<usize> {
+        let offset = (ptr as usize).wrapping_sub(self.base as usize);
+        (offset % self.size == 0 && offset / self.size < self.count).then_some(offset / self.size)
     }
 }
 
@@ -134,6 +163,44 @@ mod tests {
         assert!(pool.release(a));
         assert!(!pool.release(a), "second release of the same buffer");
         assert_eq!(pool.in_use(), 0);
+    }
+
+    #[test]
+    fn buffers_start_zeroed_and_come_back_zeroed() {
+        let pool = BufferPool::new(64, 1).unwrap();
+        let a = pool.acquire().unwrap();
+        // SAFETY: `a` is a held buffer of 64 bytes.
+        let bytes = unsafe { std::slice::from_raw_parts_mut(a, 64) };
+        assert!(bytes.iter().all(|b| *b == 0));
+        bytes[..40].fill(0xAB);
+        assert!(pool.release_zeroed(a, 40));
+        assert!(!pool.release_zeroed(a, 40), "already free");
+        let b = pool.acquire().unwrap();
+        assert_eq!(a, b);
+        // SAFETY: as above.
+        assert!(unsafe { std::slice::from_raw_parts(b, 64) }
+            .iter()
+            .all(|x| *x == 0));
+    }
+
+    #[test]
+    fn release_zeroed_ignores_foreign_pointers_and_clamps_the_length() {
+        let pool = BufferPool::new(64, 2).unwrap();
+        let mut other = [0xCDu8; 64];
+        assert!(!pool.release_zeroed(other.as_mut_ptr(), 64));
+        assert!(other.iter().all(|b| *b == 0xCD), "foreign memory untouched");
+        let a = pool.acquire().unwrap();
+        let b = pool.acquire().unwrap();
+        // SAFETY: `b` is a held buffer of 64 bytes.
+        unsafe { std::slice::from_raw_parts_mut(b, 64) }.fill(7);
+        assert!(
+            pool.release_zeroed(a, usize::MAX),
+            "length clamped to the buffer"
+        );
+        // SAFETY: as above; `a` zeroing must not have reached `b`.
+        assert!(unsafe { std::slice::from_raw_parts(b, 64) }
+            .iter()
+            .all(|x| *x == 7));
     }
 
     #[test]

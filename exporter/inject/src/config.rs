@@ -5,7 +5,8 @@
 //! | `POOLPROF_INJECT` | `on` | `off` makes the library step aside silently |
 //! | `POOLPROF_INJECT_SOCKET` | `/run/poolprof/inject.sock` | the exporter's socket |
 //! | `POOLPROF_INJECT_INTERVAL_MS` | `1000` | milliseconds between reports (100–60000) |
-//! | `POOLPROF_INJECT_DUTY` | `always` | kernel tracing duty cycle: `always` or `TRACE_MS/PERIOD_MS` |
+//! | `POOLPROF_INJECT_DUTY` | `50/1000` | kernel tracing duty cycle: `always` or `TRACE_MS/PERIOD_MS` |
+//! | `POOLPROF_INJECT_MEMCPY` | `off` | `on` also records memcpy and memset bytes (always traced, never sampled) |
 //! | `POOLPROF_INJECT_BUFFER_KB` | `2048` | size of one CUPTI activity buffer (64–65536) |
 //! | `POOLPROF_INJECT_BUFFERS` | `8` | activity buffers in the pool (2–64); when all are busy CUPTI drops records |
 //! | `POOLPROF_INJECT_MAX_KERNELS` | `2048` | distinct kernels kept per interval (16–65536); the rest are folded |
@@ -18,6 +19,15 @@ use std::time::Duration;
 /// Socket used when `POOLPROF_INJECT_SOCKET` is unset.
 pub const DEFAULT_SOCKET: &str = "/run/poolprof/inject.sock";
 
+/// Duty cycle used when `POOLPROF_INJECT_DUTY` is unset: kernels are traced 50 ms of
+/// every second. Tracing every launch costs about a microsecond of CPU per launch
+/// (CUPTI instruments each kernel), which launch-bound programs feel; sampling 5% of
+/// the time bounds that cost and the exporter scales the counts back up.
+pub const DEFAULT_DUTY: DutyCycle = DutyCycle::Sampled {
+    trace_ms: 50,
+    period_ms: 1000,
+};
+
 /// Validated settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -29,6 +39,10 @@ pub struct Config {
     pub interval: Duration,
     /// Kernel tracing duty cycle.
     pub duty: DutyCycle,
+    /// Whether memcpy and memset records are collected too. They stay enabled during
+    /// the off part of a duty cycle (their byte counters are exact, not scaled), so
+    /// CUPTI never fully leaves the launch path; off by default.
+    pub trace_memory: bool,
     /// Bytes in one activity buffer.
     pub buffer_bytes: usize,
     /// Number of activity buffers.
@@ -45,7 +59,8 @@ impl Default for Config {
             enabled: true,
             socket: PathBuf::from(DEFAULT_SOCKET),
             interval: Duration::from_millis(1000),
-            duty: DutyCycle::Always,
+            duty: DEFAULT_DUTY,
+            trace_memory: false,
             buffer_bytes: 2048 * 1024,
             buffers: 8,
             max_kernels: 2048,
@@ -92,6 +107,10 @@ impl Config {
             duty: match get("POOLPROF_INJECT_DUTY") {
                 None => d.duty,
                 Some((var, v)) => parse_duty(var, &v)?,
+            },
+            trace_memory: match get("POOLPROF_INJECT_MEMCPY") {
+                None => d.trace_memory,
+                Some((var, v)) => parse_switch(var, &v)?,
             },
             buffer_bytes: match get("POOLPROF_INJECT_BUFFER_KB") {
                 None => d.buffer_bytes,
@@ -185,6 +204,7 @@ mod tests {
             ("POOLPROF_INJECT_SOCKET", "/tmp/x.sock"),
             ("POOLPROF_INJECT_INTERVAL_MS", "250"),
             ("POOLPROF_INJECT_DUTY", "100/1000"),
+            ("POOLPROF_INJECT_MEMCPY", "on"),
             ("POOLPROF_INJECT_BUFFER_KB", "512"),
             ("POOLPROF_INJECT_BUFFERS", "4"),
             ("POOLPROF_INJECT_MAX_KERNELS", "64"),
@@ -200,6 +220,7 @@ mod tests {
                 period_ms: 1000
             }
         );
+        assert!(c.trace_memory);
         assert_eq!(c.buffer_bytes, 512 * 1024);
         assert_eq!(c.buffers, 4);
         assert_eq!(c.max_kernels, 64);
@@ -225,6 +246,7 @@ mod tests {
             ("POOLPROF_INJECT_DUTY", "0/100"),
             ("POOLPROF_INJECT_DUTY", "half"),
             ("POOLPROF_INJECT_BUFFERS", "65"),
+            ("POOLPROF_INJECT_MEMCPY", "sometimes"),
             ("POOLPROF_INJECT_MAX_KERNELS", "-1"),
         ] {
             let err = config(&[(var, value)]).unwrap_err();
@@ -232,6 +254,26 @@ mod tests {
             let msg = err.to_string();
             assert!(msg.starts_with(var), "{msg}");
         }
+    }
+
+    #[test]
+    fn default_samples_kernels_and_leaves_memory_records_off() {
+        let c = config(&[]).unwrap();
+        assert_eq!(
+            c.duty,
+            DutyCycle::Sampled {
+                trace_ms: 50,
+                period_ms: 1000
+            }
+        );
+        assert!(!c.trace_memory);
+        let c = config(&[
+            ("POOLPROF_INJECT_DUTY", "always"),
+            ("POOLPROF_INJECT_MEMCPY", "OFF"),
+        ])
+        .unwrap();
+        assert_eq!(c.duty, DutyCycle::Always);
+        assert!(!c.trace_memory);
     }
 
     #[test]

@@ -7,9 +7,10 @@
 //! aggregate's lock is only taken by CUPTI's delivery thread and by our sender.
 
 use crate::aggregate::Aggregator;
+use crate::batch::Batch;
 use crate::buffers::BufferPool;
 use crate::config::Config;
-use crate::records::{parse, Record};
+use crate::records::{self, parse, Record, KIND_CONCURRENT_KERNEL, KIND_KERNEL};
 use crate::sender::Source;
 use crate::wire::DutyCycle;
 use cudarc::cupti::result::{activity, CuptiError};
@@ -24,11 +25,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 const KERNEL: CUpti_ActivityKind = CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-const KINDS: [CUpti_ActivityKind; 3] = [
-    KERNEL,
+const MEMORY_KINDS: [CUpti_ActivityKind; 2] = [
     CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
     CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
 ];
+/// Optional: without it CUPTI zeroes each buffer itself.
+const SET_ATTRIBUTE: &str = "cuptiActivitySetAttribute";
 const CUPTI_SYMBOLS: [&str; 6] = [
     "cuptiActivityRegisterCallbacks",
     "cuptiActivityEnable",
@@ -79,6 +81,8 @@ struct Shared {
     uuids: Mutex<HashMap<u32, Option<[u8; 16]>>>,
     duty_ppm: AtomicU32,
     stopping: AtomicBool,
+    /// CUPTI was told buffers come zeroed, so they are cleared before reuse.
+    zeroed_buffers: bool,
 }
 
 static SHARED: OnceLock<Shared> = OnceLock::new();
@@ -87,10 +91,21 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Loads CUPTI, registers the buffer callbacks and enables kernel, memcpy and memset
-/// records. On error every kind it enabled is disabled again.
+/// The activity kinds `config` asks for: concurrent kernels (never the serializing
+/// `KIND_KERNEL`), plus memcpy and memset when `trace_memory` is set.
+fn kinds(config: &Config) -> Vec<CUpti_ActivityKind> {
+    let mut kinds = vec![KERNEL];
+    if config.trace_memory {
+        kinds.extend(MEMORY_KINDS);
+    }
+    kinds
+}
+
+/// Loads CUPTI, registers the buffer callbacks and enables the kinds `config` asks
+/// for. On error every kind it enabled is disabled again.
 pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
     check_symbols()?;
+    let zeroed_buffers = promise_zeroed_buffers();
     let pool =
         BufferPool::new(config.buffer_bytes, config.buffers).ok_or(StartError::NoMemory {
             size: config.buffer_bytes,
@@ -102,13 +117,15 @@ pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
         uuids: Mutex::new(HashMap::new()),
         duty_ppm: AtomicU32::new(config.duty.ppm()),
         stopping: AtomicBool::new(false),
+        zeroed_buffers,
     };
     SHARED.set(shared).map_err(|_| StartError::AlreadyStarted)?;
     activity::register_callbacks(Some(buffer_requested), Some(buffer_completed))
         .map_err(|e| classify("cuptiActivityRegisterCallbacks", e))?;
-    for (i, kind) in KINDS.iter().enumerate() {
+    let kinds = kinds(config);
+    for (i, kind) in kinds.iter().enumerate() {
         if let Err(e) = activity::enable(*kind) {
-            for enabled in &KINDS[..i] {
+            for enabled in &kinds[..i] {
                 let _ = activity::disable(*enabled);
             }
             return Err(classify("cuptiActivityEnable", e));
@@ -144,6 +161,29 @@ fn check_symbols() -> Result<(), StartError> {
     Ok(())
 }
 
+/// Tells CUPTI that buffers come zeroed, so it does not zero each one on the
+/// application thread that asks for it; `false` (CUPTI zeroes them, as by default)
+/// when this CUPTI lacks the call or refuses it.
+fn promise_zeroed_buffers() -> bool {
+    // SAFETY: check_symbols loaded the library; only the address is read.
+    let present = unsafe { cupti_sys::culib().get::<*const ()>(SET_ATTRIBUTE.as_bytes()) }.is_ok();
+    if !present {
+        return false;
+    }
+    let mut value: u8 = 1;
+    let mut size = std::mem::size_of::<u8>();
+    // SAFETY: the symbol exists; size and value point at live locals of the size the
+    // attribute takes (a uint8_t).
+    let result = unsafe {
+        cupti_sys::cuptiActivitySetAttribute(
+            cupti_sys::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+            &mut size,
+            (&mut value as *mut u8).cast(),
+        )
+    };
+    result == CUptiResult::CUPTI_SUCCESS
+}
+
 fn classify(call: &'static str, e: CuptiError) -> StartError {
     match e.0 {
         CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => StartError::OtherSubscriber,
@@ -171,7 +211,9 @@ unsafe extern "C" fn buffer_requested(
     }
 }
 
-/// Aggregates the records of a filled buffer and returns it to the pool.
+/// Aggregates the records of a filled buffer and returns it to the pool (zeroed, when
+/// CUPTI was promised zeroed buffers). This runs on CUPTI's worker thread or on the
+/// sender's during a flush, never on an application thread.
 unsafe extern "C" fn buffer_completed(
     context: CUcontext,
     stream_id: u32,
@@ -187,33 +229,56 @@ unsafe extern "C" fn buffer_completed(
         let mut dropped = 0usize;
         // SAFETY: CUPTI passes its own context and stream; `dropped` is a valid out-pointer.
         let _ = unsafe { activity::get_num_dropped_records(context, stream_id, &mut dropped) };
-        let mut agg = lock(&shared.aggregator);
-        agg.record_dropped(dropped as u64);
+        let mut memory = Aggregator::new(0);
+        let mut batch = Batch::default();
         if !buffer.is_null() && valid_size > 0 {
             // SAFETY: the buffer holds `valid_size` bytes of records CUPTI wrote.
-            unsafe { aggregate_buffer(&mut agg, buffer, valid_size) };
+            unsafe { read_buffer(buffer, valid_size, &mut batch, &mut memory) };
         }
+        let mut agg = lock(&shared.aggregator);
+        agg.record_dropped(dropped as u64);
+        agg.absorb(memory);
+        // SAFETY: kernel names are owned by CUPTI and live for the process.
+        unsafe { batch.fold_into(&mut agg) };
     });
-    if !buffer.is_null() {
+    if buffer.is_null() {
+        return;
+    }
+    if shared.zeroed_buffers {
+        shared
+            .pool
+            .release_zeroed(buffer, shared.pool.buffer_size());
+    } else {
         shared.pool.release(buffer);
     }
 }
 
-unsafe fn aggregate_buffer(agg: &mut Aggregator, buffer: *mut u8, valid_size: usize) {
+/// Sums kernel records into `batch` and memory records into `memory` (memcpy and
+/// memset are rare next to launches and go straight to an aggregator).
+unsafe fn read_buffer(
+    buffer: *mut u8,
+    valid_size: usize,
+    batch: &mut Batch,
+    memory: &mut Aggregator,
+) {
     let mut record: *mut CUpti_Activity = std::ptr::null_mut();
     // SAFETY: CUPTI walks its own buffer; it returns an error at the end.
     while unsafe { activity::get_next_record(buffer, valid_size, &mut record) }.is_ok() {
-        // SAFETY: CUPTI returned a pointer to a whole record inside the buffer; kernel
-        // names are owned by CUPTI and live for the process.
-        match unsafe { parse(record.cast::<u8>()) } {
-            Record::Kernel(run) => agg.record_kernel(&run),
-            Record::Memcpy {
-                device,
-                direction,
-                bytes,
-            } => agg.record_memcpy(device, direction, bytes),
-            Record::Memset { device, bytes } => agg.record_memset(device, bytes),
-            Record::Other(_) => {}
+        let at = record.cast::<u8>();
+        // SAFETY: CUPTI returned a pointer to a whole record inside the buffer.
+        match unsafe { records::kind(at) } {
+            // SAFETY: the kind says it is a kernel record.
+            KIND_CONCURRENT_KERNEL | KIND_KERNEL => batch.add(&unsafe { records::raw_kernel(at) }),
+            // SAFETY: a whole record; kernel names never get here.
+            _ => match unsafe { parse(at) } {
+                Record::Memcpy {
+                    device,
+                    direction,
+                    bytes,
+                } => memory.record_memcpy(device, direction, bytes),
+                Record::Memset { device, bytes } => memory.record_memset(device, bytes),
+                Record::Kernel(_) | Record::Other(_) => {}
+            },
         }
     }
 }

@@ -3,11 +3,12 @@
 //!
 //! The exporter only uses [`wire`]; the rest runs inside the profiled process:
 //! CUPTI delivers activity buffers ([`buffers`], [`cupti`]), their records
-//! ([`records`]) are aggregated ([`aggregate`]) and a background thread ships the
+//! ([`records`]) are summed per buffer ([`batch`]) and aggregated ([`aggregate`]) and a background thread ships the
 //! aggregates to the exporter's socket ([`sender`]), configured by environment
 //! variables ([`config`]). [`injection`] is the entry point CUDA calls.
 
 pub mod aggregate;
+pub mod batch;
 pub mod buffers;
 pub mod config;
 pub mod cupti;

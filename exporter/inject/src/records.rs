@@ -60,8 +60,7 @@ pub enum Record<'a> {
 /// out the same way), at least as large as the struct its kind names, and a kernel
 /// record's name must be null or a NUL-terminated string that outlives `'a`.
 pub unsafe fn parse<'a>(record: *const u8) -> Record<'a> {
-    let kind: u32 = read(record, 0);
-    match kind {
+    match kind(record) {
         KIND_CONCURRENT_KERNEL | KIND_KERNEL => Record::Kernel(parse_kernel(record)),
         KIND_MEMCPY => Record::Memcpy {
             device: read(record, offset_of!(Memcpy, deviceId)),
@@ -76,17 +75,41 @@ pub unsafe fn parse<'a>(record: *const u8) -> Record<'a> {
     }
 }
 
-unsafe fn parse_kernel<'a>(record: *const u8) -> KernelRun<'a> {
+/// A kernel record's fields, its name still CUPTI's pointer: summing records by that
+/// pointer ([`crate::batch`]) reads each distinct name once per buffer, not once per
+/// launch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawKernel {
+    /// CUDA device ordinal.
+    pub device: u32,
+    /// CUPTI's NUL-terminated name, or null.
+    pub name: *const c_char,
+    /// GPU start timestamp, ns.
+    pub start_ns: u64,
+    /// GPU end timestamp, ns.
+    pub end_ns: u64,
+    /// Launch geometry and resources.
+    pub geometry: Geometry,
+}
+
+/// The activity kind of the record at `record`.
+///
+/// # Safety
+/// `record` must point to at least 4 readable bytes.
+pub unsafe fn kind(record: *const u8) -> u32 {
+    read(record, 0)
+}
+
+/// Reads a kernel record without its name.
+///
+/// # Safety
+/// `record` must point to a whole kernel record (`KIND_KERNEL` or
+/// `KIND_CONCURRENT_KERNEL`).
+pub unsafe fn raw_kernel(record: *const u8) -> RawKernel {
     let dim = |offset: usize| -> u32 { read::<i32>(record, offset).max(0) as u32 };
-    let name_ptr: *const c_char = read(record, offset_of!(Kernel, name));
-    let name = if name_ptr.is_null() {
-        ""
-    } else {
-        CStr::from_ptr(name_ptr).to_str().unwrap_or(INVALID_NAME)
-    };
-    KernelRun {
+    RawKernel {
         device: read(record, offset_of!(Kernel, deviceId)),
-        name,
+        name: read(record, offset_of!(Kernel, name)),
         start_ns: read(record, offset_of!(Kernel, start)),
         end_ns: read(record, offset_of!(Kernel, end)),
         geometry: Geometry {
@@ -104,6 +127,29 @@ unsafe fn parse_kernel<'a>(record: *const u8) -> KernelRun<'a> {
             static_shared_bytes: dim(offset_of!(Kernel, staticSharedMemory)),
             dynamic_shared_bytes: dim(offset_of!(Kernel, dynamicSharedMemory)),
         },
+    }
+}
+
+/// The text of a kernel name pointer: `""` for null, [`INVALID_NAME`] when not UTF-8.
+///
+/// # Safety
+/// `name` must be null or a NUL-terminated string that outlives `'a`.
+pub unsafe fn name_of<'a>(name: *const c_char) -> &'a str {
+    if name.is_null() {
+        ""
+    } else {
+        CStr::from_ptr(name).to_str().unwrap_or(INVALID_NAME)
+    }
+}
+
+unsafe fn parse_kernel<'a>(record: *const u8) -> KernelRun<'a> {
+    let raw = raw_kernel(record);
+    KernelRun {
+        device: raw.device,
+        name: name_of(raw.name),
+        start_ns: raw.start_ns,
+        end_ns: raw.end_ns,
+        geometry: raw.geometry,
     }
 }
 
