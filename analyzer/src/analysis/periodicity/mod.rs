@@ -191,7 +191,8 @@ fn test_candidates(
             .filter(usable)
             .or_else(|| {
                 let r = residual.as_ref()?;
-                if harmonic_of_accepted(&found.periods, refined_period(x, t0) * step) {
+                let tolerance = (0.15 * t0 / n).max(0.003);
+                if harmonic_of_accepted(&found.periods, t0 * step, tolerance) {
                     // Removing a cycle whose period is not a whole number of steps
                     // leaves binning residue at its harmonics: no evidence of its own.
                     return None;
@@ -221,13 +222,14 @@ fn test_candidates(
     found
 }
 
-/// Whether `seconds` (a refined period) is within 0.3% of an accepted period divided
-/// by 2, 3, …: both are precise to well under that, and a genuine second period rarely
-/// falls so close to a harmonic.
-fn harmonic_of_accepted(periods: &[Period], seconds: f64) -> bool {
+/// Whether `seconds` is within `tolerance` (relative) of an accepted period divided by
+/// 2, 3, …. The spectral estimate of a period of T steps out of n is good to about
+/// 0.05·T/n, so the caller's tolerance is three times that, and at least 0.3%: a
+/// genuine second period rarely falls so close to a harmonic.
+fn harmonic_of_accepted(periods: &[Period], seconds: f64, tolerance: f64) -> bool {
     periods.iter().any(|q| {
         let h = (q.period_seconds / seconds).round();
-        h >= 2.0 && (q.period_seconds / h - seconds).abs() < 0.003 * seconds
+        h >= 2.0 && (q.period_seconds / h - seconds).abs() < tolerance * seconds
     })
 }
 
