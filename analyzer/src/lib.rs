@@ -1,4 +1,4 @@
-//! poolprof-analyzer: periodicity, forecasts and co-location scores for GPU workloads.
+//! poolprof-analyzer: periodicity and forecasts for GPU workloads, from Prometheus.
 //!
 //! Data flows source → analysis → sink.
 
