@@ -182,17 +182,7 @@ struct Decomposition {
 
 impl Decomposition {
     fn of(y: &[f64], season: Option<Season>) -> Decomposition {
-        let n = y.len() as f64;
-        let t_mean = (n - 1.0) / 2.0;
-        let y_mean = y.iter().sum::<f64>() / n;
-        let (mut sxy, mut sxx) = (0.0, 0.0);
-        for (i, v) in y.iter().enumerate() {
-            let dt = i as f64 - t_mean;
-            sxy += dt * (v - y_mean);
-            sxx += dt * dt;
-        }
-        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-        let intercept = y_mean - slope * t_mean;
+        let (intercept, slope) = super::linear::least_squares_line(y);
         let profile = match season {
             Some(season) => {
                 let m = season.bins();

@@ -14,21 +14,31 @@ pub struct LinearFit {
     pub sse: f64,
 }
 
+/// Intercept and slope of the least-squares line through `y` at t = 0, 1, 2, …
+/// (slope 0 for fewer than two values).
+pub fn least_squares_line(y: &[f64]) -> (f64, f64) {
+    let n = y.len() as f64;
+    let t_mean = (n - 1.0) / 2.0;
+    let y_mean = y.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx) = (0.0, 0.0);
+    for (i, v) in y.iter().enumerate() {
+        let dt = i as f64 - t_mean;
+        sxy += dt * (v - y_mean);
+        sxx += dt * dt;
+    }
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+    (y_mean - slope * t_mean, slope)
+}
+
 impl LinearFit {
     /// Fits y = a + b·t with t = 0, 1, 2, … (needs at least 3 values).
     pub fn fit(y: &[f64]) -> LinearFit {
         let n = y.len();
         let nf = n as f64;
+        let (intercept, slope) = least_squares_line(y);
+        // For t = 0, 1, …, n-1 both depend on n alone.
         let t_mean = (nf - 1.0) / 2.0;
-        let y_mean = y.iter().sum::<f64>() / nf;
-        let (mut sxy, mut sxx) = (0.0, 0.0);
-        for (i, v) in y.iter().enumerate() {
-            let dt = i as f64 - t_mean;
-            sxy += dt * (v - y_mean);
-            sxx += dt * dt;
-        }
-        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-        let intercept = y_mean - slope * t_mean;
+        let sxx = nf * (nf * nf - 1.0) / 12.0;
         let sse: f64 = y
             .iter()
             .enumerate()
