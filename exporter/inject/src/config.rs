@@ -5,7 +5,7 @@
 //! | `POOLPROF_INJECT` | `on` | `off` makes the library step aside silently |
 //! | `POOLPROF_INJECT_SOCKET` | `/run/poolprof/inject.sock` | the exporter's socket |
 //! | `POOLPROF_INJECT_INTERVAL_MS` | `1000` | milliseconds between reports (100–60000) |
-//! | `POOLPROF_INJECT_DUTY` | `50/1000` | kernel tracing duty cycle: `always` or `TRACE_MS/PERIOD_MS` |
+//! | `POOLPROF_INJECT_DUTY` | `50/1000` | kernel tracing duty cycle: `always`, `never` (`0/PERIOD_MS`) or `TRACE_MS/PERIOD_MS` |
 //! | `POOLPROF_INJECT_MEMCPY` | `off` | `on` also records memcpy and memset bytes (always traced, never sampled) |
 //! | `POOLPROF_INJECT_BUFFER_KB` | `2048` | size of one CUPTI activity buffer (64–65536) |
 //! | `POOLPROF_INJECT_BUFFERS` | `8` | activity buffers in the pool (2–64); when all are busy CUPTI drops records |
@@ -37,8 +37,9 @@ pub struct Config {
     pub socket: PathBuf,
     /// Time between reports.
     pub interval: Duration,
-    /// Kernel tracing duty cycle.
-    pub duty: DutyCycle,
+    /// Kernel tracing duty cycle; `None` never enables kernel records (CUPTI is still
+    /// subscribed: the cost of being loaded, measured on its own).
+    pub duty: Option<DutyCycle>,
     /// Whether memcpy and memset records are collected too. They stay enabled during
     /// the off part of a duty cycle (their byte counters are exact, not scaled), so
     /// CUPTI never fully leaves the launch path; off by default.
@@ -59,7 +60,7 @@ impl Default for Config {
             enabled: true,
             socket: PathBuf::from(DEFAULT_SOCKET),
             interval: Duration::from_millis(1000),
-            duty: DEFAULT_DUTY,
+            duty: Some(DEFAULT_DUTY),
             trace_memory: false,
             buffer_bytes: 2048 * 1024,
             buffers: 8,
@@ -162,19 +163,25 @@ fn parse_range(var: &'static str, v: &str, min: u64, max: u64) -> Result<u64, Co
         .ok_or_else(|| invalid(var, v, &format!("an integer from {min} to {max}")))
 }
 
-fn parse_duty(var: &'static str, v: &str) -> Result<DutyCycle, ConfigError> {
-    const EXPECTED: &str =
-        "always, or TRACE_MS/PERIOD_MS with 1 <= TRACE_MS < PERIOD_MS <= 600000 (e.g. 100/1000)";
+/// `None` for `never` or `0/P`: kernel records are never enabled.
+fn parse_duty(var: &'static str, v: &str) -> Result<Option<DutyCycle>, ConfigError> {
+    const EXPECTED: &str = "always, never, or TRACE_MS/PERIOD_MS with 0 <= TRACE_MS <= PERIOD_MS, \
+         1 <= PERIOD_MS <= 600000 (e.g. 100/1000; 0/1000 = never)";
     if v.eq_ignore_ascii_case("always") {
-        return Ok(DutyCycle::Always);
+        return Ok(Some(DutyCycle::Always));
+    }
+    if v.eq_ignore_ascii_case("never") {
+        return Ok(None);
     }
     let (trace, period) = v.split_once('/').ok_or_else(|| invalid(var, v, EXPECTED))?;
     match (trace.trim().parse::<u32>(), period.trim().parse::<u32>()) {
-        (Ok(t), Ok(p)) if t >= 1 && t < p && p <= 600_000 => Ok(DutyCycle::Sampled {
+        (Ok(t), Ok(p)) if p == 0 || p > 600_000 || t > p => Err(invalid(var, v, EXPECTED)),
+        (Ok(0), Ok(_)) => Ok(None),
+        (Ok(t), Ok(p)) if t == p => Ok(Some(DutyCycle::Always)),
+        (Ok(t), Ok(p)) => Ok(Some(DutyCycle::Sampled {
             trace_ms: t,
             period_ms: p,
-        }),
-        (Ok(t), Ok(p)) if t >= 1 && t == p => Ok(DutyCycle::Always),
+        })),
         _ => Err(invalid(var, v, EXPECTED)),
     }
 }
@@ -215,10 +222,10 @@ mod tests {
         assert_eq!(c.interval, Duration::from_millis(250));
         assert_eq!(
             c.duty,
-            DutyCycle::Sampled {
+            Some(DutyCycle::Sampled {
                 trace_ms: 100,
                 period_ms: 1000
-            }
+            })
         );
         assert!(c.trace_memory);
         assert_eq!(c.buffer_bytes, 512 * 1024);
@@ -243,7 +250,11 @@ mod tests {
             ("POOLPROF_INJECT_INTERVAL_MS", "5"),
             ("POOLPROF_INJECT_INTERVAL_MS", "1s"),
             ("POOLPROF_INJECT_DUTY", "1000/100"),
-            ("POOLPROF_INJECT_DUTY", "0/100"),
+            ("POOLPROF_INJECT_DUTY", "1/0"),
+            ("POOLPROF_INJECT_DUTY", "0/0"),
+            ("POOLPROF_INJECT_DUTY", "0/700000"),
+            ("POOLPROF_INJECT_DUTY", "-1/100"),
+            ("POOLPROF_INJECT_DUTY", "nevermore"),
             ("POOLPROF_INJECT_DUTY", "half"),
             ("POOLPROF_INJECT_BUFFERS", "65"),
             ("POOLPROF_INJECT_MEMCPY", "sometimes"),
@@ -261,10 +272,10 @@ mod tests {
         let c = config(&[]).unwrap();
         assert_eq!(
             c.duty,
-            DutyCycle::Sampled {
+            Some(DutyCycle::Sampled {
                 trace_ms: 50,
                 period_ms: 1000
-            }
+            })
         );
         assert!(!c.trace_memory);
         let c = config(&[
@@ -272,15 +283,24 @@ mod tests {
             ("POOLPROF_INJECT_MEMCPY", "OFF"),
         ])
         .unwrap();
-        assert_eq!(c.duty, DutyCycle::Always);
+        assert_eq!(c.duty, Some(DutyCycle::Always));
         assert!(!c.trace_memory);
     }
 
     #[test]
     fn duty_equal_trace_and_period_means_always() {
         let c = config(&[("POOLPROF_INJECT_DUTY", "200/200")]).unwrap();
-        assert_eq!(c.duty, DutyCycle::Always);
+        assert_eq!(c.duty, Some(DutyCycle::Always));
         let c = config(&[("POOLPROF_INJECT_DUTY", "ALWAYS")]).unwrap();
-        assert_eq!(c.duty, DutyCycle::Always);
+        assert_eq!(c.duty, Some(DutyCycle::Always));
+    }
+
+    #[test]
+    fn zero_trace_time_or_never_means_kernels_are_never_traced() {
+        for v in ["0/1000", "0/1", " 0 / 600000 ", "never", "NEVER"] {
+            let c = config(&[("POOLPROF_INJECT_DUTY", v)]).unwrap();
+            assert_eq!(c.duty, None, "{v}");
+            assert!(c.enabled, "{v}: the library still loads and subscribes");
+        }
     }
 }

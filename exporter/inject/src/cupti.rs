@@ -12,6 +12,7 @@ use crate::buffers::BufferPool;
 use crate::config::Config;
 use crate::records::{self, parse, Record, KIND_CONCURRENT_KERNEL, KIND_KERNEL};
 use crate::sender::Source;
+use crate::tracing_state::{run_duty_cycle, TRACING};
 use crate::wire::DutyCycle;
 use cudarc::cupti::result::{activity, CuptiError};
 use cudarc::cupti::sys::{
@@ -92,9 +93,13 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The activity kinds `config` asks for: concurrent kernels (never the serializing
-/// `KIND_KERNEL`), plus memcpy and memset when `trace_memory` is set.
+/// `KIND_KERNEL`) unless the duty cycle is "never", plus memcpy and memset when
+/// `trace_memory` is set.
 fn kinds(config: &Config) -> Vec<CUpti_ActivityKind> {
-    let mut kinds = vec![KERNEL];
+    let mut kinds = Vec::new();
+    if config.duty.is_some() {
+        kinds.push(KERNEL);
+    }
     if config.trace_memory {
         kinds.extend(MEMORY_KINDS);
     }
@@ -115,7 +120,7 @@ pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
         aggregator: Mutex::new(Aggregator::new(config.max_kernels)),
         pool,
         uuids: Mutex::new(HashMap::new()),
-        duty_ppm: AtomicU32::new(config.duty.ppm()),
+        duty_ppm: AtomicU32::new(config.duty.map_or(1, DutyCycle::ppm)),
         stopping: AtomicBool::new(false),
         zeroed_buffers,
     };
@@ -358,8 +363,9 @@ impl DutyThread {
     }
 }
 
-/// Starts the thread that enables kernel records for `trace_ms` of every `period_ms`;
-/// `None` when every launch is traced.
+/// Starts the thread that enables kernel records for `trace_ms` of every `period_ms`
+/// and keeps [`TRACING`] in step; `None` when every launch is traced (or when the
+/// thread cannot start: then every launch is traced too).
 pub fn spawn_duty_cycle(duty: DutyCycle) -> Option<DutyThread> {
     let DutyCycle::Sampled {
         trace_ms,
@@ -374,16 +380,14 @@ pub fn spawn_duty_cycle(duty: DutyCycle) -> Option<DutyThread> {
     let thread = std::thread::Builder::new()
         .name("poolprof-duty".into())
         .spawn(move || {
-            use std::sync::mpsc::RecvTimeoutError::Timeout;
-            let keep_going = |wait| matches!(rx.recv_timeout(wait), Err(Timeout));
-            while keep_going(on) {
-                let _ = activity::disable(KERNEL);
-                let again = keep_going(off);
-                let _ = activity::enable(KERNEL);
-                if !again {
-                    break;
-                }
-            }
+            run_duty_cycle(
+                on,
+                off,
+                &rx,
+                &TRACING,
+                || activity::enable(KERNEL).is_ok(),
+                || activity::disable(KERNEL).is_ok(),
+            )
         })
         .ok()?;
     Some(DutyThread { stop: tx, thread })

@@ -7,7 +7,8 @@
 use crate::config::Config;
 use crate::cupti::{self, DutyThread};
 use crate::sender::{self, Sender, SenderHandle};
-use crate::wire::Hello;
+use crate::tracing_state::{Tracing, TRACING};
+use crate::wire::{DutyCycle, Hello};
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Mutex, Once};
@@ -15,6 +16,14 @@ use std::time::Duration;
 
 /// How long the exit handler waits for the last report.
 pub const EXIT_FLUSH_TIMEOUT: Duration = Duration::from_millis(500);
+
+/// How a process that never traces kernels describes itself to the exporter: the
+/// protocol has no "never", and the rarest sample it can carry reports no kernels
+/// the same way.
+const NEVER_ON_THE_WIRE: DutyCycle = DutyCycle::Sampled {
+    trace_ms: 1,
+    period_ms: 600_000,
+};
 
 static INIT: Once = Once::new();
 /// The process that started the threads: a forked child inherits the state but not
@@ -36,6 +45,7 @@ pub extern "C" fn InitializeInjection() -> c_int {
 }
 
 fn step_aside(why: &str) {
+    TRACING.set(Tracing::Inactive);
     eprintln!("poolprof-inject: {why}, stepping aside");
 }
 
@@ -51,7 +61,13 @@ fn initialize() -> Result<(), String> {
         cupti::stop();
         format!("cannot start the sender thread: {e}")
     })?;
-    let duty = cupti::spawn_duty_cycle(config.duty);
+    // Kernel records are on from `cupti::start` unless the duty cycle is "never"; the
+    // duty-cycle thread takes the flag over from here.
+    TRACING.set(match config.duty {
+        Some(_) => Tracing::On,
+        None => Tracing::Off,
+    });
+    let duty = config.duty.and_then(cupti::spawn_duty_cycle);
     *RUNNING.lock().unwrap_or_else(|p| p.into_inner()) = Some((handle, duty));
     OWNER_PID.store(std::process::id(), Ordering::Relaxed);
     // SAFETY: registering a plain extern "C" function; failure only loses the exit flush.
@@ -73,7 +89,7 @@ fn hello(config: &Config) -> Hello {
         workload: config.workload.clone(),
         library_version: env!("CARGO_PKG_VERSION").to_string(),
         interval_ms: config.interval.as_millis() as u32,
-        duty: config.duty,
+        duty: config.duty.unwrap_or(NEVER_ON_THE_WIRE),
     }
 }
 
@@ -90,6 +106,7 @@ extern "C" fn at_exit() {
             }
             let _ = handle.finish(EXIT_FLUSH_TIMEOUT);
             cupti::stop();
+            TRACING.set(Tracing::Inactive);
         }
     });
 }

@@ -5,7 +5,8 @@
 //! CUPTI delivers activity buffers ([`buffers`], [`cupti`]), their records
 //! ([`records`]) are summed per buffer ([`batch`]) and aggregated ([`aggregate`]) and a background thread ships the
 //! aggregates to the exporter's socket ([`sender`]), configured by environment
-//! variables ([`config`]). [`injection`] is the entry point CUDA calls.
+//! variables ([`config`]). [`injection`] is the entry point CUDA calls;
+//! [`tracing_state`] tells the application whether kernels are being traced.
 
 pub mod aggregate;
 pub mod batch;
@@ -15,4 +16,5 @@ pub mod cupti;
 pub mod injection;
 pub mod records;
 pub mod sender;
+pub mod tracing_state;
 pub mod wire;

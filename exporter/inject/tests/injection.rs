@@ -34,7 +34,12 @@ fn child_loads_library() {
         let sym = libc::dlsym(handle, c"InitializeInjection".as_ptr());
         assert!(!sym.is_null(), "InitializeInjection not exported");
         let init: extern "C" fn() -> c_int = std::mem::transmute(sym);
+        let sym = libc::dlsym(handle, c"poolprof_inject_tracing".as_ptr());
+        assert!(!sym.is_null(), "poolprof_inject_tracing not exported");
+        let tracing: extern "C" fn() -> c_int = std::mem::transmute(sym);
+        let before = tracing();
         println!("first={} second={}", init(), init());
+        println!("tracing before={before} after={}", tracing());
     }
 }
 
@@ -72,6 +77,7 @@ fn our_lines(stderr: &str) -> Vec<&str> {
 fn without_cupti_it_steps_aside_with_one_line_and_returns_success() {
     let (stdout, stderr) = run_child(&[]);
     assert!(stdout.contains("first=1 second=1"), "{stdout}");
+    assert!(stdout.contains("tracing before=-1 after=-1"), "{stdout}");
     let lines = our_lines(&stderr);
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].contains("CUPTI"), "{}", lines[0]);
@@ -94,5 +100,15 @@ fn a_bad_variable_is_named_and_the_library_steps_aside() {
 fn off_means_silent() {
     let (stdout, stderr) = run_child(&[("POOLPROF_INJECT", "off")]);
     assert!(stdout.contains("first=1"), "{stdout}");
+    assert!(stdout.contains("tracing before=-1 after=-1"), "{stdout}");
     assert!(our_lines(&stderr).is_empty(), "{stderr}");
+}
+
+#[test]
+fn never_tracing_is_a_valid_setting_that_still_steps_aside_without_cupti() {
+    let (stdout, stderr) = run_child(&[("POOLPROF_INJECT_DUTY", "0/1000")]);
+    assert!(stdout.contains("tracing before=-1 after=-1"), "{stdout}");
+    let lines = our_lines(&stderr);
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("CUPTI"), "{}", lines[0]);
 }
