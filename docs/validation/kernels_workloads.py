@@ -469,7 +469,7 @@ def main():
     v.add_argument("--settle", type=float, default=2.5, help="seconds for reports to reach /metrics")
     v.add_argument("--out", required=True)
     b = sub.add_parser("bench")
-    b.add_argument("--variant", required=True, choices=["base", "lib", "lib_always"])
+    b.add_argument("--variant", required=True, choices=["base", "lib", "lib_always", "lib_never"])
     b.add_argument("--with-prof", action="store_true", help="then the same under torch.profiler")
     b.add_argument("--rep", type=int, default=0)
     b.add_argument("--cpus", default="", help="MAIN:HELPERS cpu lists, e.g. 15:14,6 (empty: no pinning)")
