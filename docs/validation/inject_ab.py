@@ -43,7 +43,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from kernels_workloads import Placement, build_train, gpu_clocks, proc_status  # noqa: E402
+from kernels_workloads import Placement, build_infer, build_train, gpu_clocks, proc_status  # noqa: E402
 
 TRACED, UNTRACED, STRADDLE = "traced", "untraced", "straddle"
 
@@ -56,34 +56,7 @@ def step_train(torch):
 
 
 def step_infer(torch):
-    nn = torch.nn
-    vocab, d, layers, prompt, tokens = 32000, 768, 6, 32, 4
-
-    class GPT(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.emb = nn.Embedding(vocab, d)
-            self.pos = nn.Embedding(prompt + tokens, d)
-            layer = nn.TransformerEncoderLayer(d, 12, 4 * d, dropout=0.0, batch_first=True, norm_first=True)
-            self.body = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-            self.head = nn.Linear(d, vocab, bias=False)
-
-        def forward(self, x):
-            n = x.shape[1]
-            h = self.emb(x) + self.pos(torch.arange(n, device=x.device))
-            mask = nn.Transformer.generate_square_subsequent_mask(n, device=x.device, dtype=h.dtype)
-            return self.head(self.body(h, mask=mask, is_causal=True)[:, -1])
-
-    with torch.device("cuda"):
-        model = GPT().to(torch.bfloat16).eval()
-    start = torch.randint(0, vocab, (1, prompt), device="cuda")
-
-    def step():
-        with torch.inference_mode():
-            x = start
-            for _ in range(tokens):
-                x = torch.cat([x, model(x).argmax(-1, keepdim=True)], dim=1)
-
+    step, _ = build_infer(torch, new_tokens=4)
     return step
 
 

@@ -241,9 +241,10 @@ def build_train(torch):
     return step, 240
 
 
-def build_infer(torch):
+def build_infer(torch, new_tokens=48):
+    """Batch-1 GPT-like decoding of `new_tokens` tokens per step, with no downloads."""
     nn = torch.nn
-    vocab, d, layers, prompt, new_tokens = 32000, 768, 6, 32, 48
+    vocab, d, layers, prompt = 32000, 768, 6, 32
 
     class GPT(nn.Module):
         def __init__(self):
