@@ -16,10 +16,13 @@ use std::sync::Arc;
 /// Why a field could not be read.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ReadError {
-    /// The device or driver does not offer this field, or the backend takes the same
-    /// quantity from a better source (GPM's PCIe bytes); the series stays absent.
+    /// The device or driver does not offer this field; the series stays absent.
     #[error("not supported by this device")]
     NotSupported,
+    /// The backend does not read this field because the named field measures the same
+    /// quantity better (NVML's 20 ms PCIe sample where GPM's PCIe bytes exist).
+    #[error("not read: {0} measures the same quantity")]
+    Replaced(&'static str),
     /// The field needs a second sample first (GPM, process utilization); try next interval.
     #[error("no sample yet")]
     Pending,

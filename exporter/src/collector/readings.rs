@@ -25,6 +25,12 @@ impl Readings {
                 }
                 None
             }
+            Err(ReadError::Replaced(by)) => {
+                if self.unsupported.insert((gpu.uuid.clone(), field)) {
+                    tracing::info!(gpu = %gpu.index, uuid = %gpu.uuid, field, replaced_by = by, "field not read: another series measures the same quantity");
+                }
+                None
+            }
             Err(ReadError::Pending) => None,
             // The runner marks the GPU down on its next interval; nothing to add here.
             Err(ReadError::GpuLost(reason)) => {
@@ -98,6 +104,31 @@ mod tests {
             readings.finish("test").is_ok(),
             "unsupported is not a failure"
         );
+    }
+
+    #[test]
+    fn a_replaced_field_is_absent_logged_once_as_replaced_and_not_a_failure() {
+        let logs = Captured::default();
+        let writer = logs.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .finish();
+        let gpu = TestDevice::healthy(0).gpu();
+        let mut readings = Readings::default();
+        tracing::subscriber::with_default(subscriber, || {
+            for _ in 0..3 {
+                let reading = Err(ReadError::Replaced("poolprof_gpu_pcie_bytes_per_second"));
+                assert_eq!(readings.take::<u8>(&gpu, "pcie_throughput", reading), None);
+            }
+        });
+        let text = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.matches("another series measures").count(), 1, "{text}");
+        assert!(
+            text.contains("poolprof_gpu_pcie_bytes_per_second"),
+            "{text}"
+        );
+        assert!(!text.contains("not supported"), "{text}");
+        assert!(readings.finish("pcie").is_ok());
     }
 
     #[test]

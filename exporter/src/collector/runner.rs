@@ -206,11 +206,11 @@ impl Collection {
     }
 }
 
-/// A GPU is up when a basic read succeeds or says only "not supported".
+/// A GPU is up when a basic read succeeds or says only that it has no value to give.
 fn answers(device: &dyn Device) -> bool {
     matches!(
         device.memory(),
-        Ok(_) | Err(ReadError::NotSupported | ReadError::Pending)
+        Ok(_) | Err(ReadError::NotSupported | ReadError::Replaced(_) | ReadError::Pending)
     )
 }
 

@@ -220,7 +220,9 @@ impl crate::backend::Device for NvmlDevice {
         // ~1.7 ms of CPU per GPU). Where GPM exists it measures the same bytes over
         // the whole interval, so the GPM collector publishes them instead.
         if self.gpm.is_some() {
-            return Err(ReadError::NotSupported);
+            return Err(ReadError::Replaced(
+                "poolprof_gpu_pcie_bytes_per_second (GPM)",
+            ));
         }
         let tx = self
             .device
