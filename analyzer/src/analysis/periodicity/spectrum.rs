@@ -9,9 +9,10 @@
 //! 1e-3 noise floor the significance test assumes.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 
 use rustfft::num_complex::Complex;
-use rustfft::FftPlanner;
+use rustfft::{Fft, FftPlanner};
 
 use super::prepare::hann;
 
@@ -51,10 +52,7 @@ impl Spectra {
     pub fn of(x: &[f64]) -> Spectra {
         let n = x.len();
         let m = 2 * n;
-        let scale = x
-            .iter()
-            .fold(0.0f64, |a, v| a.max(v.abs()))
-            .max(f64::MIN_POSITIVE);
+        let scale = scale_of(x);
         let mut buf: Vec<Complex<f32>> = Vec::with_capacity(m);
         with_window(n, |w| {
             buf.extend(x.iter().zip(w).map(|(v, h)| {
@@ -63,10 +61,7 @@ impl Spectra {
             }))
         });
         buf.resize(m, Complex::new(0.0, 0.0));
-        let (fwd, inv) = PLANNER.with(|p| {
-            let mut p = p.borrow_mut();
-            (p.plan_fft_forward(m), p.plan_fft_inverse(m))
-        });
+        let (fwd, inv) = plans(m);
         fwd.process(&mut buf);
         let mut power = Vec::with_capacity(n + 1);
         let mut raw_power = vec![Complex::new(0.0f32, 0.0); m];
@@ -81,15 +76,7 @@ impl Spectra {
             raw_power[k] = Complex::new(b.norm_sqr(), 0.0);
         }
         inv.process(&mut raw_power);
-        let c0 = f64::from(raw_power[0].re);
-        let acf = if c0 > 0.0 {
-            raw_power[..n]
-                .iter()
-                .map(|c| f64::from(c.re) / c0)
-                .collect()
-        } else {
-            vec![0.0; n]
-        };
+        let acf = normalized(&raw_power[..n]);
         Spectra { n, power, acf }
     }
 }
@@ -98,27 +85,43 @@ impl Spectra {
 pub fn autocorrelation(x: &[f64]) -> Vec<f64> {
     let n = x.len();
     let m = 2 * n;
-    let scale = x
-        .iter()
-        .fold(0.0f64, |a, v| a.max(v.abs()))
-        .max(f64::MIN_POSITIVE);
+    let scale = scale_of(x);
     let mut buf: Vec<Complex<f32>> = Vec::with_capacity(m);
     buf.extend(x.iter().map(|v| Complex::new((v / scale) as f32, 0.0)));
     buf.resize(m, Complex::new(0.0, 0.0));
-    let (fwd, inv) = PLANNER.with(|p| {
-        let mut p = p.borrow_mut();
-        (p.plan_fft_forward(m), p.plan_fft_inverse(m))
-    });
+    let (fwd, inv) = plans(m);
     fwd.process(&mut buf);
     for z in buf.iter_mut() {
         *z = Complex::new(z.norm_sqr(), 0.0);
     }
     inv.process(&mut buf);
-    let c0 = f64::from(buf[0].re);
-    if c0 > 0.0 {
-        buf[..n].iter().map(|c| f64::from(c.re) / c0).collect()
-    } else {
-        vec![0.0; n]
+    normalized(&buf[..n])
+}
+
+/// The largest magnitude in `x` (never 0), to scale the series to ±1 before the f32 FFT.
+fn scale_of(x: &[f64]) -> f64 {
+    x.iter()
+        .fold(0.0f64, |a, v| a.max(v.abs()))
+        .max(f64::MIN_POSITIVE)
+}
+
+/// This thread's cached forward and inverse plans for length `m`.
+fn plans(m: usize) -> (Arc<dyn Fft<f32>>, Arc<dyn Fft<f32>>) {
+    PLANNER.with(|p| {
+        let mut p = p.borrow_mut();
+        (p.plan_fft_forward(m), p.plan_fft_inverse(m))
+    })
+}
+
+/// Autocovariances (real parts, lag 0 first) divided by lag 0's; all zero for a series
+/// with no variance.
+fn normalized(autocovariance: &[Complex<f32>]) -> Vec<f64> {
+    match autocovariance.first().map(|c| f64::from(c.re)) {
+        Some(c0) if c0 > 0.0 => autocovariance
+            .iter()
+            .map(|c| f64::from(c.re) / c0)
+            .collect(),
+        _ => vec![0.0; autocovariance.len()],
     }
 }
 
