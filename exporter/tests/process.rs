@@ -124,16 +124,10 @@ fn no_driver_without_simulate_exits_1_naming_simulate() {
     );
 }
 
-#[test]
-fn bad_web_config_exits_2_naming_file_and_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("web.yml");
-    std::fs::write(
-        &file,
-        "tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n  ciphers: []\n",
-    )
-    .unwrap();
-    let output = run(
+/// Writes `yaml` to `file` and starts the exporter with it as its web config.
+fn start_with_web_config(file: &std::path::Path, yaml: &str) -> std::process::Output {
+    std::fs::write(file, yaml).unwrap();
+    run(
         exporter()
             .args([
                 "--simulate",
@@ -142,30 +136,27 @@ fn bad_web_config_exits_2_naming_file_and_field() {
                 "127.0.0.1:0",
                 "--web.config.file",
             ])
-            .arg(&file),
+            .arg(file),
         Duration::from_secs(10),
+    )
+}
+
+#[test]
+fn bad_web_config_exits_2_naming_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("web.yml");
+    let output = start_with_web_config(
+        &file,
+        "tls_server_config:\n  cert_file: a.crt\n  key_file: a.key\n  ciphers: []\n",
     );
     let message = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{message}");
     assert!(message.contains(&file.display().to_string()), "{message}");
     assert!(message.contains("ciphers"), "{message}");
 
-    std::fs::write(
+    let output = start_with_web_config(
         &file,
         "tls_server_config:\n  cert_file: missing.crt\n  key_file: missing.key\n",
-    )
-    .unwrap();
-    let output = run(
-        exporter()
-            .args([
-                "--simulate",
-                "1",
-                "--web.listen-address",
-                "127.0.0.1:0",
-                "--web.config.file",
-            ])
-            .arg(&file),
-        Duration::from_secs(10),
     );
     let message = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{message}");
