@@ -8,8 +8,10 @@ use crate::backend::Backend;
 use crate::cli::{GpuSource, ServeArgs};
 use crate::collector::default_collectors;
 use crate::collector::kernels::KernelCollector;
+use crate::collector::pods::{PodsCollector, CALL_TIMEOUT};
 use crate::collector::runner::Collection;
 use crate::kernels::{KernelLimits, KernelListener, ListenerError, DEFAULT_SOCKET_PATH};
+use crate::kubelet::{self, PodResourcesClient, SocketChoice, SocketPathError};
 use crate::registry::SnapshotStore;
 use crate::server::listen::ListenError;
 use crate::server::routes::Routes;
@@ -32,6 +34,9 @@ pub enum StartError {
     /// `--kernels.socket-path` was given and cannot be listened on.
     #[error(transparent)]
     Kernels(#[from] ListenerError),
+    /// `--kubelet.pod-resources-socket` names no socket.
+    #[error(transparent)]
+    Kubelet(#[from] SocketPathError),
     /// A listen address is invalid or cannot be bound.
     #[error(transparent)]
     Listen(#[from] ListenError),
@@ -47,6 +52,7 @@ impl StartError {
             StartError::WebConfig(_)
             | StartError::Scenario(_)
             | StartError::Kernels(ListenerError::BadPath { .. })
+            | StartError::Kubelet(_)
             | StartError::Listen(ListenError::Invalid { .. }) => 2,
             StartError::Nvml(_)
             | StartError::Kernels(_)
@@ -71,6 +77,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
         ..ServerOptions::default()
     };
     let server = Server::new(options, routes)?;
+    let pods = pods_collector(args)?;
     let backend = open_backend(&args.gpu_source())?;
     let bound = server.bind(&args.listen_addresses)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -87,6 +94,12 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
     if let Some(listener) = &kernels {
         collection.add_collector(Box::new(KernelCollector::new(listener.store())));
     }
+    let kubelet_socket = pods
+        .as_ref()
+        .map(|(socket, _)| socket.display().to_string());
+    if let Some((_, collector)) = pods {
+        collection.add_collector(Box::new(collector));
+    }
     let collecting = collection.spawn(args.collect_interval, store);
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -95,6 +108,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
         interval = %humantime::format_duration(args.collect_interval),
         addresses = ?bound.local_addrs(),
         kernels_socket = ?kernels.as_ref().map(|k| k.path().display().to_string()),
+        kubelet_socket = ?kubelet_socket,
         "poolprof-exporter started"
     );
     runtime.block_on(bound.serve(termination()));
@@ -132,6 +146,33 @@ fn kernel_listener(args: &ServeArgs) -> Result<Option<KernelListener>, StartErro
             Ok(None)
         }
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The pods collector and its socket, unless `--no-kubelet` or, without
+/// `--kubelet.pod-resources-socket`, no kubelet socket at the default path.
+fn pods_collector(
+    args: &ServeArgs,
+) -> Result<Option<(std::path::PathBuf, PodsCollector)>, StartError> {
+    if args.no_kubelet {
+        return Ok(None);
+    }
+    let default = std::path::Path::new(kubelet::DEFAULT_SOCKET_PATH);
+    match kubelet::choose_socket(args.kubelet_socket.as_deref(), default)? {
+        SocketChoice::Use(socket) => {
+            let client = PodResourcesClient::new(&socket, CALL_TIMEOUT);
+            Ok(Some((
+                socket,
+                PodsCollector::new(client, args.kubelet_interval),
+            )))
+        }
+        SocketChoice::Absent(socket) => {
+            tracing::info!(
+                socket = %socket.display(),
+                "pod info is off: no kubelet pod-resources socket (not a Kubernetes node, or the directory is not mounted)"
+            );
+            Ok(None)
+        }
     }
 }
 

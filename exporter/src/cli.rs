@@ -106,6 +106,30 @@ pub struct ServeArgs {
     /// Do not listen for kernel statistics from injected applications.
     #[arg(long = "no-kernels", env = "POOLPROF_NO_KERNELS")]
     pub no_kernels: bool,
+
+    /// The kubelet's pod-resources socket, read for poolprof_gpu_pod_info (which
+    /// container holds each GPU). Default: /var/lib/kubelet/pod-resources/kubelet.sock
+    /// when it exists; a path given here must exist.
+    #[arg(
+        long = "kubelet.pod-resources-socket",
+        env = "POOLPROF_KUBELET_POD_RESOURCES_SOCKET",
+        value_name = "PATH"
+    )]
+    pub kubelet_socket: Option<PathBuf>,
+
+    /// How often to ask the kubelet which containers hold the GPUs (1s to 1h).
+    #[arg(
+        long = "kubelet.pod-resources-interval",
+        env = "POOLPROF_KUBELET_POD_RESOURCES_INTERVAL",
+        default_value = "10s",
+        value_parser = parse_kubelet_interval,
+        value_name = "DURATION"
+    )]
+    pub kubelet_interval: Duration,
+
+    /// Do not ask the kubelet which containers hold the GPUs.
+    #[arg(long = "no-kubelet", env = "POOLPROF_NO_KUBELET")]
+    pub no_kubelet: bool,
 }
 
 /// Where the GPUs come from.
@@ -192,6 +216,17 @@ pub fn parse_collect_interval(value: &str) -> Result<Duration, String> {
     Ok(interval)
 }
 
+/// Parses `--kubelet.pod-resources-interval`: 1s to 1h, since each poll is a call
+/// to the kubelet.
+pub fn parse_kubelet_interval(value: &str) -> Result<Duration, String> {
+    let interval = humantime::parse_duration(value)
+        .map_err(|e| format!("{e}: write a duration such as 10s or 1m"))?;
+    if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&interval) {
+        return Err(format!("{value} is outside 1s to 1h"));
+    }
+    Ok(interval)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +251,21 @@ mod tests {
         assert_eq!(cli.log.level, LogLevel::Info);
         assert_eq!(cli.log.format, LogFormat::Logfmt);
         assert!(!cli.serve.no_kernels);
+        assert_eq!(cli.serve.kubelet_socket, None);
+        assert_eq!(cli.serve.kubelet_interval, Duration::from_secs(10));
+        assert!(!cli.serve.no_kubelet);
+    }
+
+    #[test]
+    fn kubelet_interval_is_bounded() {
+        let interval = |v: &str| parse(&["--kubelet.pod-resources-interval", v]);
+        assert_eq!(
+            interval("30s").unwrap().serve.kubelet_interval,
+            Duration::from_secs(30)
+        );
+        assert!(interval("500ms").is_err());
+        assert!(interval("2h").is_err());
+        assert!(interval("often").is_err());
     }
 
     #[test]

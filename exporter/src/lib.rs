@@ -7,6 +7,7 @@ pub mod backend;
 pub mod cli;
 pub mod collector;
 pub mod kernels;
+pub mod kubelet;
 pub mod logging;
 pub mod registry;
 pub mod server;

@@ -11,6 +11,7 @@ pub mod memory;
 pub mod mig;
 pub mod nvlink;
 pub mod pcie;
+pub mod pods;
 pub mod power;
 pub mod process;
 pub mod readings;
@@ -97,7 +98,9 @@ pub const EXPORTER_METRICS: &[&str] = &[
 ];
 
 /// Every device collector, in the order they run. The kernel collector (CUPTI
-/// aggregates) is appended by `main` with [`Collection::add_collector`].
+/// aggregates) and the pods collector (kubelet) are appended by `app` with
+/// [`Collection::add_collector`] when enabled; their names are in
+/// `kernels::KERNEL_METRICS` and `pods::POD_METRICS`.
 pub fn default_collectors() -> Vec<Box<dyn Collector>> {
     vec![
         Box::new(utilization::UtilizationCollector::default()),

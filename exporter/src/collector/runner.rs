@@ -47,6 +47,9 @@ pub struct Collection {
     slots: Vec<Slot>,
     system: Option<SystemInfo>,
     collectors: Vec<Box<dyn Collector>>,
+    /// Per collector, whether it failed last time: a failure is logged as a warning
+    /// when it starts, not every interval it lasts.
+    failing: Vec<bool>,
     was_up: Vec<Option<bool>>,
 }
 
@@ -76,6 +79,7 @@ impl Collection {
             slots,
             backend,
             collectors: Vec::new(),
+            failing: Vec::new(),
         };
         for collector in collectors {
             collection.add_collector(collector);
@@ -87,6 +91,7 @@ impl Collection {
     pub fn add_collector(&mut self, mut collector: Box<dyn Collector>) {
         collector.attach(&self.backend);
         self.collectors.push(collector);
+        self.failing.push(false);
     }
 
     /// Runs one collection and returns every sample, health series included.
@@ -134,8 +139,8 @@ impl Collection {
         }
         let gpus = self.up_gpus(&mut out);
         let mut succeeded = 0;
-        for collector in &mut self.collectors {
-            succeeded += usize::from(run_collector(collector.as_mut(), &gpus, &mut out));
+        for (collector, failing) in self.collectors.iter_mut().zip(&mut self.failing) {
+            succeeded += usize::from(run_collector(collector.as_mut(), &gpus, &mut out, failing));
         }
         out.info(
             "poolprof_exporter_build_info",
@@ -228,7 +233,13 @@ fn log_transition(position: usize, identity: Option<&Identity>, up: bool, first:
 }
 
 /// Runs one collector, contained: an error or a panic costs only its own series.
-fn run_collector(collector: &mut dyn Collector, gpus: &[Gpu], out: &mut MetricSet) -> bool {
+/// `failing` is whether it failed last time, and is updated.
+fn run_collector(
+    collector: &mut dyn Collector,
+    gpus: &[Gpu],
+    out: &mut MetricSet,
+    failing: &mut bool,
+) -> bool {
     let name = collector.name();
     let started = Instant::now();
     let mut part = MetricSet::new();
@@ -236,8 +247,16 @@ fn run_collector(collector: &mut dyn Collector, gpus: &[Gpu], out: &mut MetricSe
     let elapsed = started.elapsed().as_secs_f64();
     let success = match result {
         Ok(Ok(())) => {
+            if *failing {
+                tracing::info!(collector = name, "collector succeeds again");
+            }
             out.merge(part);
             true
+        }
+        Ok(Err(e)) if *failing => {
+            tracing::debug!(collector = name, error = %e, "collector still failing");
+            out.merge(part);
+            false
         }
         Ok(Err(e)) => {
             tracing::warn!(collector = name, error = %e, "collector failed; its other series are still served");
@@ -254,6 +273,7 @@ fn run_collector(collector: &mut dyn Collector, gpus: &[Gpu], out: &mut MetricSe
             false
         }
     };
+    *failing = !success;
     let labels = [("collector", name)];
     out.gauge(
         "poolprof_exporter_collector_success",
