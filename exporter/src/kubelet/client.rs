@@ -125,12 +125,27 @@ impl PodResourcesClient {
                 codec,
             )
             .await
-            .map_err(|status| PodResourcesError::Call {
+            .map_err(|status| self.call_error(status))?;
+        Ok(response.into_inner())
+    }
+}
+
+impl PodResourcesClient {
+    /// A status the kubelet sent is a failed call; one the client made up from a
+    /// broken connection (it has a cause: HTTP/2 or I/O) is a connection failure,
+    /// whichever step the connection broke in.
+    fn call_error(&self, status: tonic::Status) -> PodResourcesError {
+        match std::error::Error::source(&status) {
+            Some(cause) => PodResourcesError::Connect {
+                socket: self.socket.clone(),
+                reason: format!("{}: {}", status.message(), with_causes(cause)),
+            },
+            None => PodResourcesError::Call {
                 socket: self.socket.clone(),
                 code: status.code(),
                 message: status.message().to_string(),
-            })?;
-        Ok(response.into_inner())
+            },
+        }
     }
 }
 
@@ -140,8 +155,12 @@ fn with_causes(error: &dyn std::error::Error) -> String {
     let mut message = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        message.push_str(": ");
-        message.push_str(&cause.to_string());
+        // Some errors already print their cause; say each part once.
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
         source = cause.source();
     }
     message
