@@ -94,7 +94,10 @@ pub fn run_duty_cycle<K: Copy>(
         }
         let again = keep_going(off);
         // Every kind is tried even after a failure, so none stays off by accident.
-        let all_on = kinds.iter().fold(true, |ok, kind| enable(*kind) && ok);
+        let mut all_on = true;
+        for kind in kinds {
+            all_on &= enable(*kind);
+        }
         if all_on {
             flag.set(Tracing::On);
         }
@@ -240,7 +243,7 @@ mod tests {
                 "round {i}: {calls:?}"
             );
         }
-        assert_eq!(rounds.last().unwrap()[0].1, true, "the last round enables");
+        assert!(rounds.last().unwrap()[0].1, "the last round enables");
     }
 
     #[test]
