@@ -39,7 +39,7 @@ pub enum Command {
 /// Flags of the serving exporter.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Address to listen on, `host:port` or `:port` for every interface; repeat the
+    /// Address to listen on, `host:port`, or `:port` for every interface (IPv6 and IPv4);
     /// flag (or separate with commas) to listen on several.
     #[arg(
         long = "web.listen-address",

@@ -239,7 +239,11 @@ mod tests {
         let mut graphics = Vec::new();
         for s in 1..=22 {
             let m = history.advance(at(t0, s), fake(&mut calls, false)).unwrap();
-            assert_eq!(m.sm_active, Some(0.01), "every-read metrics span one interval");
+            assert_eq!(
+                m.sm_active,
+                Some(0.01),
+                "every-read metrics span one interval"
+            );
             graphics.push(m.graphics_engine_active);
         }
         let slow: Vec<(u64, u64)> = calls.iter().filter(|c| c.2).map(|c| (c.0, c.1)).collect();
