@@ -40,7 +40,7 @@ pub enum Command {
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on, `host:port`, or `:port` for every interface (IPv6 and IPv4);
-    /// flag (or separate with commas) to listen on several.
+    /// repeat the flag (or separate with commas) to listen on several.
     #[arg(
         long = "web.listen-address",
         env = "POOLPROF_WEB_LISTEN_ADDRESS",
