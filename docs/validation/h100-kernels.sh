@@ -1,42 +1,46 @@
 #!/usr/bin/env bash
 # Validation and overhead of poolprof's CUPTI injection library on a real GPU (an
-# H100 here), in one run of at most about 7 minutes:
+# H100 here), in one run of at most about 9.5 minutes:
 #  1. start the release exporter (NVML backend; the simulator if NVML fails) with its
 #     kernel listener on a socket in a temporary folder, pinned away from the
 #     benchmark's CPUs;
-#  2. correctness, tracing every launch: a GPU-bound bf16 GEMM loop (and a training
-#     loop), the exporter's kernel time against CUDA-event timing of the same loop
-#     (GEMM within 5%);
-#  3. overhead WITHIN ONE PROCESS (inject_ab.py): with POOLPROF_INJECT_DUTY=AB_DUTY
-#     (default 500/1000) kernel records are on half of every second; every step of a
-#     training loop, batch-1 inference and a tiny-kernel loop is timed and classified
-#     by poolprof_inject_tracing() read before and after it; traced vs untraced steps
-#     give the per-step cost of tracing, and from it the default's overhead;
-#  4. the cost of being loaded while off, ACROSS PROCESSES (noisy): rounds of a
-#     baseline process and one with the library never tracing (DUTY=0/1000), in
-#     alternating order, until BUDGET_S.
+#  2. correctness (VALIDATE=1), tracing every launch: a GPU-bound bf16 GEMM loop (and a
+#     training loop), the exporter's kernel time against CUDA-event timing of the same
+#     loop (GEMM within 5%); then (MEMCPY_CHECK=1) host-to-device copies of a known size
+#     under the library's defaults (sampled): the exporter's scaled-up bytes against
+#     the bytes copied;
+#  3. overhead WITHIN ONE PROCESS (AB_SECONDS > 0; inject_ab.py): with
+#     POOLPROF_INJECT_DUTY=AB_DUTY records are on half of every second; traced vs
+#     untraced steps give the per-step cost of tracing;
+#  4. overhead ACROSS PROCESSES THAT TAKE TURNS (inject_overhead.py): one process each
+#     for the baseline, the library with its defaults, the library tracing every
+#     launch, and torch.profiler; rounds of one ~1 s turn each, in rotating order;
+#     SETS sets of fresh processes, as many as fit in BUDGET_S.
 # summary.md is rewritten after every stage (a cut-off run still returns tables) and
 # printed at the end. Run in the repository root. Needs
 # target/release/poolprof-exporter and target/release/libpoolprof_inject.so
 # (cargo build --release -p poolprof-exporter -p poolprof-inject) and python3 with torch.
 #
-# Environment: OUT (results, default a new temporary folder), AB_DUTY (500/1000),
-# AB_SECONDS (timed seconds per program in the A/B, default 40), REPS (cross-process
-# rounds, default 4), BUDGET_S (no new round starts after this many seconds if it would
-# not end before; default 400), SCALE (work per timed region of a cross-process run,
-# default 0.6), EXPORTER, INJECT_LIB (default the target/release files), PIN (default 1;
-# 0 = no CPU pinning). Results (7 files): kernels.log, exporter.log, validate.json,
-# ab.json, bench.jsonl, kernel-metrics.prom, summary.md.
+# Environment: OUT (results, default a new temporary folder), VALIDATE (1), MEMCPY_CHECK
+# (1), AB_DUTY (500/1000), AB_SECONDS (timed seconds per program in the A/B; default 0 =
+# skipped), SETS (3), ROUNDS (rounds per program and set, default 8), BUDGET_S (the
+# turn-taking benchmark starts no set that would end after this many seconds of the
+# run; default 540), EXPORTER, INJECT_LIB (default the target/release files), PIN
+# (default 1; 0 = no CPU pinning). Results: kernels.log, exporter.log, validate.json,
+# memcpy.json, ab.json, overhead.json (+ one log per benchmarked process),
+# kernel-metrics.prom, summary.md.
 set -uo pipefail
 export PYTHONDONTWRITEBYTECODE=1
 START=$SECONDS
 
 OUT=${OUT:-$(mktemp -d -t poolprof-kernels.XXXXXX)}
-REPS=${REPS:-4}
-BUDGET_S=${BUDGET_S:-400}
-SCALE=${SCALE:-0.6}
+VALIDATE=${VALIDATE:-1}
+MEMCPY_CHECK=${MEMCPY_CHECK:-1}
+SETS=${SETS:-3}
+ROUNDS=${ROUNDS:-8}
+BUDGET_S=${BUDGET_S:-540}
 AB_DUTY=${AB_DUTY:-500/1000}
-AB_SECONDS=${AB_SECONDS:-40}
+AB_SECONDS=${AB_SECONDS:-0}
 PIN=${PIN:-1}
 EXPORTER=${EXPORTER:-target/release/poolprof-exporter}
 INJECT_LIB=${INJECT_LIB:-target/release/libpoolprof_inject.so}
@@ -47,17 +51,19 @@ LOG="$OUT/kernels.log"
 : > "$LOG"
 WORKLOADS=${WORKLOADS:-docs/validation/kernels_workloads.py}
 AB=${AB:-docs/validation/inject_ab.py}
+OVERHEAD=${OVERHEAD:-docs/validation/inject_overhead.py}
 
 # GET a URL to stdout (curl may be missing on the GPU machine).
 fetch() { python3 -c 'import sys,urllib.request;sys.stdout.write(urllib.request.urlopen(sys.argv[1],timeout=5).read().decode())' "$1" 2>/dev/null; }
 log() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - START))s] $*" | tee -a "$LOG" >&2; }
 die() { log "FAILED: $*"; exit 1; }
-[[ "$REPS" =~ ^[0-9]+$ ]] && (( REPS >= 1 && REPS <= 50 )) || die "REPS=$REPS is not a number from 1 to 50"
+[[ "$SETS" =~ ^[0-9]+$ ]] && (( SETS >= 1 && SETS <= 10 )) || die "SETS=$SETS is not a number from 1 to 10"
+[[ "$ROUNDS" =~ ^[0-9]+$ ]] && (( ROUNDS >= 1 && ROUNDS <= 100 )) || die "ROUNDS=$ROUNDS is not a number from 1 to 100"
 [[ "$BUDGET_S" =~ ^[0-9]+$ ]] || die "BUDGET_S=$BUDGET_S is not a number of seconds"
-[[ "$SCALE" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "SCALE=$SCALE is not a positive number"
+[[ "$VALIDATE$MEMCPY_CHECK" =~ ^[01][01]$ ]] || die "VALIDATE and MEMCPY_CHECK are 0 or 1"
 [[ "$AB_DUTY" =~ ^[0-9]+/[0-9]+$ ]] || die "AB_DUTY=$AB_DUTY is not TRACE_MS/PERIOD_MS"
-[[ "$AB_SECONDS" =~ ^[0-9]+$ ]] && (( AB_SECONDS >= 5 && AB_SECONDS <= 120 )) \
-  || die "AB_SECONDS=$AB_SECONDS is not a number from 5 to 120"
+[[ "$AB_SECONDS" =~ ^[0-9]+$ ]] && (( AB_SECONDS == 0 || (AB_SECONDS >= 5 && AB_SECONDS <= 120) )) \
+  || die "AB_SECONDS=$AB_SECONDS is 0 (skip) or a number from 5 to 120"
 
 EXPORTER_PID=""
 RUNDIR=$(mktemp -d -t poolprof-sock.XXXXXX)
@@ -131,53 +137,57 @@ log "exporter pid $EXPORTER_PID on $URL, kernel socket $SOCK"
 inject_env=(CUDA_INJECTION64_PATH="$LIB" POOLPROF_INJECT_SOCKET="$SOCK")
 every_launch=(POOLPROF_INJECT_DUTY=always POOLPROF_INJECT_MEMCPY=on)
 
-summarize() { python3 "$AB" summary "$OUT" > "$OUT/summary.md.tmp" 2>> "$LOG" && mv "$OUT/summary.md.tmp" "$OUT/summary.md"; rm -f "$OUT/summary.md.tmp"; }
+summarize() {
+  {
+    python3 "$AB" summary "$OUT" 2>> "$LOG"
+    if [[ -s "$OUT/overhead.json" ]]; then
+      echo "## Overhead across processes taking turns on the GPU"; echo
+      python3 "$OVERHEAD" summary "$OUT/overhead.json" 2>> "$LOG"
+    fi
+  } > "$OUT/summary.md.tmp" && mv "$OUT/summary.md.tmp" "$OUT/summary.md"
+  rm -f "$OUT/summary.md.tmp"
+}
 
 # 2. correctness
-log "validate: GEMM and training loops against CUDA events, every launch traced"
-timeout 150 env "${inject_env[@]}" "${every_launch[@]}" POOLPROF_WORKLOAD=h100-validate PYTHONUNBUFFERED=1 \
-  python3 "$WORKLOADS" validate --metrics-url "$URL" --workload h100-validate \
-  --out "$OUT/validate.json" >> "$LOG" 2>&1
-rc=$?
-grep -m3 '^poolprof-inject:' "$LOG" >&2 && log "the library stepped aside (see above)"
-(( rc == 0 )) || log "validate exited $rc (kernels.log); going on with the overhead"
+if [[ "$VALIDATE" == 1 ]]; then
+  log "validate: GEMM and training loops against CUDA events, every launch traced"
+  timeout 150 env "${inject_env[@]}" "${every_launch[@]}" POOLPROF_WORKLOAD=h100-validate PYTHONUNBUFFERED=1 \
+    python3 "$WORKLOADS" validate --metrics-url "$URL" --workload h100-validate \
+    --out "$OUT/validate.json" >> "$LOG" 2>&1
+  rc=$?
+  grep -m3 '^poolprof-inject:' "$LOG" >&2 && log "the library stepped aside (see above)"
+  (( rc == 0 )) || log "validate exited $rc (kernels.log); going on"
+fi
+if [[ "$MEMCPY_CHECK" == 1 ]]; then
+  log "memcpy: known host-to-device copies under the library's defaults"
+  timeout 90 env "${inject_env[@]}" POOLPROF_WORKLOAD=h100-memcpy PYTHONUNBUFFERED=1 \
+    python3 "$WORKLOADS" memcpy --metrics-url "$URL" --workload h100-memcpy \
+    --out "$OUT/memcpy.json" >> "$LOG" 2>&1 || log "memcpy check exited $? (kernels.log); going on"
+fi
 summarize
 
 # 3. overhead within one process
-AB_LIMIT=$(( 3 * (AB_SECONDS + 15) + 40 ))
-log "A/B in one process: POOLPROF_INJECT_DUTY=$AB_DUTY, ${AB_SECONDS}s per program (limit ${AB_LIMIT}s)"
-timeout "$AB_LIMIT" env "${inject_env[@]}" POOLPROF_INJECT_DUTY="$AB_DUTY" POOLPROF_WORKLOAD=h100-ab \
-  PYTHONUNBUFFERED=1 python3 "$AB" ab --seconds "$AB_SECONDS" --cpus "$CPUS_ARG" --out "$OUT/ab.json" >> "$LOG" 2>&1 \
-  || log "A/B exited $? (kernels.log); tables hold the programs it finished"
-summarize
-
-# 4. loaded but never tracing, across processes (noisy)
-kinds=(base lib_never)
-: > "$OUT/bench.jsonl"
-log "across processes: up to $REPS rounds of ${kinds[*]}, budget ${BUDGET_S}s"
-last_round=40
-for ((rep = 0; rep < REPS; rep++)); do
-  if (( SECONDS - START + last_round > BUDGET_S )); then
-    log "stopping after $rep rounds: another (~${last_round}s) would pass the ${BUDGET_S}s budget"
-    break
-  fi
-  round_start=$SECONDS
-  for ((k = 0; k < ${#kinds[@]}; k++)); do
-    v=${kinds[$(( (k + rep) % ${#kinds[@]} ))]}
-    case $v in
-      base) envs=() ;;
-      lib_never) envs=("${inject_env[@]}" POOLPROF_INJECT_DUTY=0/1000 POOLPROF_WORKLOAD=bench-lib-never) ;;
-    esac
-    timeout 90 env "${envs[@]}" python3 "$WORKLOADS" bench --variant "$v" --rep "$rep" \
-      --cpus "$CPUS_ARG" --scale "$SCALE" --out "$OUT/bench.jsonl" >> "$LOG" 2>&1 \
-      || log "bench $v rep $rep failed (kernels.log)"
-  done
-  last_round=$((SECONDS - round_start))
-  log "round $rep took ${last_round}s; load $(cut -d' ' -f1-3 /proc/loadavg)"
+if (( AB_SECONDS > 0 )); then
+  AB_LIMIT=$(( 3 * (AB_SECONDS + 15) + 40 ))
+  log "A/B in one process: POOLPROF_INJECT_DUTY=$AB_DUTY, ${AB_SECONDS}s per program (limit ${AB_LIMIT}s)"
+  timeout "$AB_LIMIT" env "${inject_env[@]}" POOLPROF_INJECT_DUTY="$AB_DUTY" POOLPROF_WORKLOAD=h100-ab \
+    PYTHONUNBUFFERED=1 python3 "$AB" ab --seconds "$AB_SECONDS" --cpus "$CPUS_ARG" --out "$OUT/ab.json" >> "$LOG" 2>&1 \
+    || log "A/B exited $? (kernels.log); tables hold the programs it finished"
   summarize
-done
+fi
+
+# 4. overhead across processes taking turns
+left=$(( BUDGET_S - (SECONDS - START) ))
+if (( left > 60 )); then
+  log "turns: $SETS set(s) of base, lib, lib_always, prof; $ROUNDS rounds per program; ${left}s left"
+  timeout $(( left + 60 )) env PYTHONUNBUFFERED=1 POOLPROF_INJECT_SOCKET="$SOCK" python3 "$OVERHEAD" run \
+    --lib "$LIB" --socket "$SOCK" --out "$OUT/overhead.json" --sets "$SETS" --rounds "$ROUNDS" \
+    --cpus "$CPUS_ARG" --budget "$left" >> "$LOG" 2>&1 || log "turns exited $? (kernels.log)"
+else
+  log "no time left for the turn-taking benchmark (${left}s)"
+fi
 kill -0 "$EXPORTER_PID" 2>/dev/null || log "exporter died during the benchmark"
-aside=$(grep -c '^poolprof-inject:' "$LOG")
+aside=$(cat "$LOG" "$OUT"/overhead.json.*.log 2>/dev/null | grep -c "^poolprof-inject:")
 (( aside == 0 )) || log "the library printed $aside line(s): $(grep -m1 '^poolprof-inject:' "$LOG")"
 sleep 1.5  # the last process's final report
 fetch "$URL" | grep -E '^(# (HELP|TYPE) )?poolprof_(kernel|memcpy|memset|inject)_' > "$OUT/kernel-metrics.prom"

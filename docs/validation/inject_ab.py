@@ -16,8 +16,7 @@ estimated as
         as often: twice per 1000 ms period)
 
 plus the cost of being loaded while off (CUPTI subscribed, no records), which only a
-comparison of processes can show (the `bench` variants base and lib_never of
-kernels_workloads.py; noisy).
+comparison of processes can show (inject_overhead.py).
 
 Every step ends with torch.cuda.synchronize(), so its time is that step's own work:
 for the launch-bound programs (infer, tiny) the GPU idles during the synchronisation's
@@ -30,7 +29,7 @@ Steps (a few ms each on an H100):
   tiny   500 tiny element-wise kernels (~4 ms).
 
 Subcommands: `ab` runs the measurement (writes JSON), `summary` prints markdown tables
-from a results folder (validate.json, ab.json, bench.jsonl).
+from a results folder (validate.json, memcpy.json, ab.json).
 """
 
 import argparse
@@ -265,6 +264,12 @@ def summary(folder):
         g = v["comparisons"][0]["ratio"] if v.get("comparisons") else None
         out(f"\nGEMM loop within 5%: {'yes' if g is not None and abs(g - 1) <= 0.05 else 'NO'} "
             "(the training loop's events also count the gaps between kernels).\n")
+    m = load("memcpy.json")
+    if m:
+        out(f"## Memcpy bytes under the library's settings (duty {m['duty']}, memcpy {m['memcpy']}; "
+            "sampled bytes are scaled up)\n")
+        out(f"{m['copies']} copies of {m['bytes_per_copy'] >> 20} MiB host to device in {m['seconds']:.1f} s: "
+            f"exporter {m['exporter_bytes']:.4g} B, copied {m['true_bytes']:.4g} B, ratio {m['ratio']:.3f}.\n")
     ab = load("ab.json")
     if ab:
         dflt = ab.get("default_duty", "50/1000")
@@ -290,34 +295,7 @@ def summary(folder):
                 f"{pct(a['switch_fraction'])} | **{pct(a['default_estimate'])}** |")
         out(f"\nEstimate = {frac:g} x (traced/untraced - 1) + switch cost (time lost in steps that straddle "
             "an on/off switch, per second of run; the default switches as often). Not included: the cost of "
-            "being loaded while off (next table). Every step ends with torch.cuda.synchronize().\n")
-    runs = []
-    try:
-        runs = [json.loads(line) for line in open(os.path.join(folder, "bench.jsonl")) if line.strip()]
-    except (OSError, ValueError):
-        pass
-    if runs:
-        out("## Across processes (NOISY: processes differ by up to ~38% on this VM): baseline vs the library "
-            "loaded but never tracing (POOLPROF_INJECT_DUTY=0/1000)\n")
-        out("| program | baseline ms/step, median [min-max] | library never tracing | per-round ratio - 1, "
-            "median [min, max] |")
-        out("| --- | ---: | ---: | ---: |")
-
-        def per_step(r, p):
-            t = r["programs"].get(p)
-            return t["seconds"] / t["steps"] if t else None
-
-        for p in ("train", "infer", "tiny"):
-            cells = []
-            for x in ("base", "lib_never"):
-                xs = [per_step(r, p) * 1e3 for r in runs if r["variant"] == x and per_step(r, p)]
-                cells.append(f"{st.median(xs):.3f} [{min(xs):.3f}-{max(xs):.3f}] (n={len(xs)})" if xs else "-")
-            base = {r["rep"]: per_step(r, p) for r in runs if r["variant"] == "base" and per_step(r, p)}
-            rs = [per_step(r, p) / base[r["rep"]] - 1 for r in runs
-                  if r["variant"] == "lib_never" and r["rep"] in base and per_step(r, p)]
-            ratio = f"{pct(st.median(rs))} [{pct(min(rs))}, {pct(max(rs))}]" if rs else "-"
-            out(f"| {p} | {cells[0]} | {cells[1]} | {ratio} |")
-        out("")
+            "being loaded while off (inject_overhead.py measures it). Every step ends with torch.cuda.synchronize().\n")
     return "\n".join(lines)
 
 

@@ -11,20 +11,15 @@ Subcommands:
             time the exporter reports for a GPU-bound GEMM loop (and a training loop)
             with CUDA-event timing of the same loop; writes JSON. With --sampled it
             only runs the training loop, for the sampling accuracy of a duty cycle.
-  bench     one process of the overhead benchmark: the three programs, each warmed
-            up outside the timing and then timed over a fixed number of steps in a
-            few segments; with --with-prof the same again under torch.profiler (CUDA
-            activities) in the same process. Appends one JSON line per variant.
-  cpus      prints the CPU plan the script pins processes to (see pick_cpus).
+  memcpy    host-to-device copies of a known size: the exporter's (scaled-up)
+            memcpy bytes against the bytes copied; writes JSON.
+  cpus      prints the CPU plan benchmarks pin processes to (see pick_cpus).
 
-Why the bench looks like this (the first H100 run spread +-25% between runs of one
-variant): launch-bound loops run at the speed of one CPU thread, so the main thread is
-pinned to a core of the GPU's NUMA node whose hyperthread sibling stays idle, every
-other thread (driver, CUPTI, the library, torch) to a second core, and the exporter to
-the remaining CPUs; each program warms up for a second outside the timing (GPU clocks
-ramp from 345 MHz idle, kernels load lazily, CUPTI instruments modules as they load);
-the timed region is a fixed amount of work of a few seconds, cut into segments so the
-within-process spread can be told from the between-process spread.
+The programs and the CPU placement are shared with the overhead benchmarks
+(inject_overhead.py across processes, inject_ab.py within one). Launch-bound loops run
+at the speed of one CPU thread, so a benchmarked process has its main thread pinned to a
+core of the GPU's NUMA node whose hyperthread sibling stays idle, every other thread
+(driver, CUPTI, the library, torch) on a second core, and the exporter on the rest.
 
 Only the standard library and torch are needed (pynvml optional, for clocks).
 """
@@ -64,9 +59,10 @@ def scrape(url):
         return r.read().decode()
 
 
-def workload_total(url, metric, workload):
-    """Sum of `metric` over every series of `workload`."""
-    return sum(v for n, l, v in parse_metrics(scrape(url)) if n == metric and l.get("workload") == workload)
+def workload_total(url, metric, workload, **labels):
+    """Sum of `metric` over every series of `workload` (and `labels`, when given)."""
+    return sum(v for n, l, v in parse_metrics(scrape(url))
+               if n == metric and l.get("workload") == workload and all(l.get(k) == x for k, x in labels.items()))
 
 
 def proc_status(key):
@@ -302,55 +298,6 @@ def warm_up(torch, step, seconds):
     torch.cuda.synchronize()
 
 
-def timed(torch, step, steps, placement):
-    """Wall seconds of `steps` steps (GPU work included) in SEGMENTS segments, and the
-    CPU seconds of the main thread and of every other thread over the same span."""
-    placement.sweep()
-    per = max(1, steps // SEGMENTS)
-    torch.cuda.synchronize()
-    main0, other0 = time.thread_time(), other_threads_cpu()
-    segments = []
-    for _ in range(SEGMENTS):
-        t0 = time.perf_counter()
-        for _ in range(per):
-            step()
-        torch.cuda.synchronize()
-        segments.append(time.perf_counter() - t0)
-    return {
-        "steps": per * SEGMENTS,
-        "seconds": sum(segments),
-        "segments": segments,
-        "main_cpu_s": time.thread_time() - main0,
-        "other_cpu_s": other_threads_cpu() - other0,
-    }
-
-
-def run_programs(torch, placement, scale, warm_s, profile=False):
-    """{program: timing} for every program; under torch.profiler when `profile`."""
-    out = {}
-    for i, (name, build) in enumerate(PROGRAMS.items()):
-        step, steps = build(torch)
-        steps = max(SEGMENTS, int(steps * scale))
-        if profile:
-            from torch.profiler import ProfilerActivity, profile as prof
-            p = prof(activities=[ProfilerActivity.CUDA])
-            p.start()
-            warm_up(torch, step, warm_s)  # CUPTI's own start and instrumentation
-            r = timed(torch, step, steps, placement)
-            t0 = time.perf_counter()
-            p.stop()
-            r["profiler_stop_s"] = time.perf_counter() - t0
-            del p
-        else:
-            warm_up(torch, step, warm_s * (2 if i == 0 else 1))
-            r = timed(torch, step, steps, placement)
-        r["clocks_mhz"] = gpu_clocks()
-        out[name] = r
-        del step
-        torch.cuda.empty_cache()
-    return out
-
-
 # --- subcommands ----------------------------------------------------------------------
 
 def gemm_loop(torch, iterations):
@@ -431,26 +378,37 @@ def cmd_validate(args):
     print(json.dumps(result))
 
 
-def cmd_bench(args):
-    placement = Placement(args.cpus)
-    placement.before_cuda()
+def cmd_memcpy(args):
+    """Host-to-device copies of a known size under the library's settings (sampled by
+    default): the exporter's scaled-up htod bytes against the bytes really copied."""
     import torch
 
-    torch.cuda.init()
-    torch.zeros(1, device="cuda")  # the context: CUDA's, CUPTI's and our threads start here
-    placement.after_cuda()
-    rss_before = proc_status("VmRSS")
-    lines = [(args.variant, run_programs(torch, placement, args.scale, args.warm))]
-    if args.with_prof:
-        lines.append(("prof", run_programs(torch, placement, args.prof_scale, args.warm / 2, profile=True)))
-    for variant, programs in lines:
-        line = {"variant": variant, "rep": args.rep, "programs": programs, "cpus": args.cpus,
-                "rss_peak_bytes": proc_status("VmHWM"), "rss_after_init_bytes": rss_before,
-                "injected": bool(os.environ.get("CUDA_INJECTION64_PATH")), "pid": os.getpid()}
-        with open(args.out, "a") as f:
-            f.write(json.dumps(line) + "\n")
-        print(json.dumps({"variant": variant, "rep": args.rep,
-                          "seconds": {k: round(v["seconds"], 4) for k, v in programs.items()}}))
+    size = args.mib << 20
+    host = torch.empty(size, dtype=torch.uint8).pin_memory()
+    dev = torch.empty(size, dtype=torch.uint8, device="cuda")
+    for _ in range(3):
+        dev.copy_(host, non_blocking=True)
+    torch.cuda.synchronize()
+    metric = "poolprof_memcpy_bytes_total"
+    time.sleep(args.settle)
+    b0 = workload_total(args.metrics_url, metric, args.workload, direction="htod")
+    copies, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < args.seconds:
+        dev.copy_(host, non_blocking=True)
+        copies += 1
+        if copies % 8 == 0:
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    time.sleep(args.settle)
+    reported = workload_total(args.metrics_url, metric, args.workload, direction="htod") - b0
+    result = {"copies": copies, "bytes_per_copy": size, "seconds": seconds, "true_bytes": copies * size,
+              "exporter_bytes": reported, "ratio": reported / (copies * size),
+              "duty": os.environ.get("POOLPROF_INJECT_DUTY", "default"),
+              "memcpy": os.environ.get("POOLPROF_INJECT_MEMCPY", "default")}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(json.dumps(result))
 
 
 def cmd_cpus(args):
@@ -469,26 +427,24 @@ def main():
     v.add_argument("--sampled", action="store_true", help="only the training loop (duty-cycle accuracy)")
     v.add_argument("--settle", type=float, default=2.5, help="seconds for reports to reach /metrics")
     v.add_argument("--out", required=True)
-    b = sub.add_parser("bench")
-    b.add_argument("--variant", required=True, choices=["base", "lib", "lib_always", "lib_never"])
-    b.add_argument("--with-prof", action="store_true", help="then the same under torch.profiler")
-    b.add_argument("--rep", type=int, default=0)
-    b.add_argument("--cpus", default="", help="MAIN:HELPERS cpu lists, e.g. 15:14,6 (empty: no pinning)")
-    b.add_argument("--scale", type=float, default=1.0, help="multiplies every program's step count")
-    b.add_argument("--prof-scale", type=float, default=0.4, help="step-count scale under torch.profiler")
-    b.add_argument("--warm", type=float, default=0.6, help="warm-up seconds per program (first one x2)")
-    b.add_argument("--out", required=True)
+    m = sub.add_parser("memcpy")
+    m.add_argument("--metrics-url", required=True)
+    m.add_argument("--workload", required=True, help="the POOLPROF_WORKLOAD this process runs under")
+    m.add_argument("--mib", type=int, default=64, help="size of one copy")
+    m.add_argument("--seconds", type=float, default=10.0)
+    m.add_argument("--settle", type=float, default=2.5, help="seconds for reports to reach /metrics")
+    m.add_argument("--out", required=True)
     c = sub.add_parser("cpus")
     c.add_argument("--pci-bus-id", default="")
     args = p.parse_args()
+    if args.cmd in ("validate", "memcpy") and os.environ.get("POOLPROF_WORKLOAD") != args.workload:
+        sys.exit(f"{args.cmd}: set POOLPROF_WORKLOAD to the --workload value")
     if args.cmd == "validate":
-        if os.environ.get("POOLPROF_WORKLOAD") != args.workload:
-            sys.exit("validate: set POOLPROF_WORKLOAD to the --workload value")
         cmd_validate(args)
-    elif args.cmd == "bench":
-        if not 0.01 <= args.scale <= 20 or not 0.01 <= args.prof_scale <= 20:
-            sys.exit("bench: --scale and --prof-scale must be within 0.01..20")
-        cmd_bench(args)
+    elif args.cmd == "memcpy":
+        if not (1 <= args.mib <= 4096 and 1 <= args.seconds <= 120):
+            sys.exit("memcpy: --mib 1..4096, --seconds 1..120")
+        cmd_memcpy(args)
     else:
         cmd_cpus(args)
 

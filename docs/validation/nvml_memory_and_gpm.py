@@ -2,23 +2,28 @@
 
 Usage: python3 docs/validation/nvml_memory_and_gpm.py [REPEATS]
 
-1. Memory: this process's resident memory (anonymous and file-backed, from
+1. Memory: a fresh process's resident memory (anonymous and file-backed, from
    /proc/self/status) after each step an exporter takes: loading libnvidia-ml,
    nvmlInit, a device handle, one round of device queries, two GPM samples, an event
-   set. Tells how much of an NVML exporter's RSS is NVML's own.
+   set; then the largest anonymous mappings NVML added. Once with nvmlInit and once
+   with nvmlInitWithFlags(NVML_INIT_FLAG_NO_ATTACH). Tells how much of an NVML
+   exporter's RSS is NVML's own, and whether an init flag changes it.
 2. GPM: CPU per nvmlGpmMetricsGet call as a function of how many metrics it asks for,
    and the cost of the MIG mode query. Tells whether asking for fewer metrics saves
    CPU.
 Prints markdown tables.
 """
 import ctypes
+import os
 import statistics
+import subprocess
 import sys
 import time
 
 import pynvml as n
 
-REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+REPEATS = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 50
+NO_ATTACH = 2  # NVML_INIT_FLAG_NO_ATTACH
 
 
 def status():
@@ -32,7 +37,23 @@ def status():
     return fields.get("VmRSS", 0), fields.get("RssAnon", 0), fields.get("RssFile", 0)
 
 
-def memory_steps():
+def anon_mappings():
+    """{start address: (size KiB, Rss KiB)} of anonymous mappings."""
+    out, current = {}, None
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            head = line.split()
+            if "-" in head[0] and len(head) >= 5 and ":" in head[3]:
+                lo, hi = head[0].split("-")
+                current = head[0] if len(head) == 5 else None
+                if current:
+                    out[current] = [(int(hi, 16) - int(lo, 16)) // 1024, 0]
+            elif current and head[0] == "Rss:":
+                out[current][1] = int(head[1])
+    return out
+
+
+def memory_steps(flags):
     rows = []
     last = status()
 
@@ -45,8 +66,15 @@ def memory_steps():
     step("python + pynvml imported")
     ctypes.CDLL("libnvidia-ml.so.1")
     step("libnvidia-ml.so.1 loaded (dlopen)")
-    n.nvmlInit()
-    step("nvmlInit")
+    before = anon_mappings()
+    if flags:
+        n.nvmlInitWithFlags(flags)
+        step(f"nvmlInitWithFlags({flags})")
+    else:
+        n.nvmlInit()
+        step("nvmlInit")
+    grown = sorted(((rss - before.get(a, (0, 0))[1], size, a) for a, (size, rss) in anon_mappings().items()),
+                   reverse=True)[:8]
     h = n.nvmlDeviceGetHandleByIndex(0)
     n.nvmlDeviceGetUUID(h)
     step("device handle + UUID")
@@ -80,10 +108,17 @@ def memory_steps():
         step("event set created")
     except n.NVMLError as e:
         print(f"event set unavailable: {e}")
+    print(f"#### init flags {flags}")
     print("| step | VmRSS KiB | anon KiB | file KiB | delta RSS | delta anon | delta file |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, (rss, anon, file), (d_rss, d_anon, d_file) in rows:
         print(f"| {name} | {rss} | {anon} | {file} | {d_rss:+} | {d_anon:+} | {d_file:+} |")
+    print()
+    print("Anonymous mappings that grew most during init: Rss growth KiB / mapping size KiB")
+    for grew, size, address in grown:
+        print(f"    {grew:7d} / {size:8d}  {address}")
+    threads = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
+    print(f"threads after init: {threads}")
     return h, samples
 
 
@@ -141,7 +176,23 @@ def gpm_costs(h, samples):
 
 
 def main():
-    h, samples = memory_steps()
+    if len(sys.argv) > 2 and sys.argv[1] == "--memory":
+        memory_steps(int(sys.argv[2]))
+        return
+    for flags in (0, NO_ATTACH):
+        # A fresh process each, so neither measurement includes the other's NVML.
+        subprocess.run([sys.executable, __file__, "--memory", str(flags)], check=False)
+        print()
+    n.nvmlInit()
+    h = n.nvmlDeviceGetHandleByIndex(0)
+    samples = None
+    try:
+        samples = (n.nvmlGpmSampleAlloc(), n.nvmlGpmSampleAlloc())
+        n.nvmlGpmSampleGet(h, samples[0])
+        time.sleep(0.1)
+        n.nvmlGpmSampleGet(h, samples[1])
+    except n.NVMLError as e:
+        print(f"GPM unavailable: {e}")
     print(f"device: {n.nvmlDeviceGetName(h)}, driver {n.nvmlSystemGetDriverVersion()}")
     gpm_costs(h, samples)
 

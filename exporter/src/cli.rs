@@ -39,8 +39,8 @@ pub enum Command {
 /// Flags of the serving exporter.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
-    /// Address to listen on, `host:port` or `:port` for every interface; repeat the
-    /// flag (or separate with commas) to listen on several.
+    /// Address to listen on, `host:port`, or `:port` for every interface (IPv6 and IPv4);
+    /// repeat the flag (or separate with commas) to listen on several.
     #[arg(
         long = "web.listen-address",
         env = "POOLPROF_WEB_LISTEN_ADDRESS",

@@ -1,7 +1,8 @@
 //! Kernel metrics end to end: clients speaking the injection library's protocol (its
 //! own sender, fed by fake CUPTI sources) → the real exporter binary → a real
 //! Prometheus. Several processes, thousands of distinct kernel names, a sampled
-//! process and a peer that sends garbage; the counters, the top-K folding and the
+//! process (kernels, memcpy and memset scaled up alike), a peer that sends garbage and
+//! one of the previous protocol version; the counters, the top-K folding and the
 //! bounds are checked through PromQL.
 
 use poolprof_e2e::exporter::Exporter;
@@ -10,7 +11,7 @@ use poolprof_e2e::promtool::check_metrics;
 use poolprof_e2e::wait::until;
 use poolprof_inject::aggregate::{Aggregator, KernelRun, MemcpyDirection};
 use poolprof_inject::sender::{Sender, Source};
-use poolprof_inject::wire::{DutyCycle, Geometry, Hello};
+use poolprof_inject::wire::{encode_hello, DutyCycle, Geometry, Hello};
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -51,6 +52,9 @@ impl FakeCupti {
     }
     fn memcpy(&self, direction: MemcpyDirection, bytes: u64) {
         self.agg.lock().unwrap().record_memcpy(0, direction, bytes);
+    }
+    fn memset(&self, bytes: u64) {
+        self.agg.lock().unwrap().record_memset(0, bytes);
     }
 }
 
@@ -143,6 +147,19 @@ fn injected_processes_reach_prometheus_bounded() {
     garbage
         .write_all(b"POST / HTTP/1.1\r\ncontent-length: 99999999\r\n\r\n")
         .unwrap();
+    // A library of protocol version 1, whose memory bytes were never sampled: refused,
+    // never scaled.
+    let mut old_hello = encode_hello(&Hello {
+        pid: std::process::id(),
+        process_name: "old".into(),
+        workload: Some("e2e/old".into()),
+        library_version: "0.1.0".into(),
+        interval_ms: 100,
+        duty: sampled_duty,
+    });
+    old_hello[4..6].copy_from_slice(&1u16.to_le_bytes());
+    let mut old = UnixStream::connect(&socket).unwrap();
+    old.write_all(&old_hello).unwrap();
 
     let gemm = "_ZN2at6native4gemmIN3c108BFloat16EEEvPT_S5_S5_";
     for round in 0..5u64 {
@@ -159,6 +176,8 @@ fn injected_processes_reach_prometheus_bounded() {
         for _ in 0..10 {
             sampled_cupti.kernel("sampled_kernel", 1_000);
         }
+        sampled_cupti.memcpy(MemcpyDirection::DtoD, 1_000);
+        sampled_cupti.memset(256);
         let now = Instant::now();
         for sender in [&mut train, &mut many, &mut sampled] {
             sender.tick(now);
@@ -231,12 +250,40 @@ fn injected_processes_reach_prometheus_bounded() {
         ),
         50.0 * 4.0,
     );
+    // Its memory records were sampled by the same duty cycle: scaled by the same 4.
+    expect(
+        &prom,
+        &format!(
+            r#"poolprof_memcpy_bytes_total{{workload="{sampled_workload}",direction="dtod"}}"#
+        ),
+        5.0 * 1_000.0 * 4.0,
+    );
+    expect(
+        &prom,
+        &format!(r#"poolprof_memset_bytes_total{{workload="{sampled_workload}"}}"#),
+        5.0 * 256.0 * 4.0,
+    );
+    // The unsampled process's copies are exact.
+    expect(
+        &prom,
+        r#"poolprof_memcpy_bytes_total{workload="e2e/train",direction="dtoh"}"#,
+        5.0 * 4096.0,
+    );
 
     // The garbage peer was disconnected and counted; the exporter is fine.
     expect(
         &prom,
         r#"sum(poolprof_inject_rejected_connections_total{reason="bad_magic"})"#,
         1.0,
+    );
+    expect(
+        &prom,
+        r#"sum(poolprof_inject_rejected_connections_total{reason="wrong_version"})"#,
+        1.0,
+    );
+    assert!(
+        prom.api().query(r#"{workload="e2e/old"}"#).is_empty(),
+        "the old library's hello created series"
     );
     let mut buf = [0u8; 8];
     garbage

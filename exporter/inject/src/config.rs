@@ -5,8 +5,8 @@
 //! | `POOLPROF_INJECT` | `on` | `off` makes the library step aside silently |
 //! | `POOLPROF_INJECT_SOCKET` | `/run/poolprof/inject.sock` | the exporter's socket |
 //! | `POOLPROF_INJECT_INTERVAL_MS` | `1000` | milliseconds between reports (100–60000) |
-//! | `POOLPROF_INJECT_DUTY` | `50/1000` | kernel tracing duty cycle: `always`, `never` (`0/PERIOD_MS`) or `TRACE_MS/PERIOD_MS` |
-//! | `POOLPROF_INJECT_MEMCPY` | `off` | `on` also records memcpy and memset bytes (always traced, never sampled) |
+//! | `POOLPROF_INJECT_DUTY` | `50/1000` | tracing duty cycle of every record kind: `always`, `never` (`0/PERIOD_MS`) or `TRACE_MS/PERIOD_MS` |
+//! | `POOLPROF_INJECT_MEMCPY` | `on` | memcpy and memset bytes too, sampled by the same duty cycle; `off` leaves them out |
 //! | `POOLPROF_INJECT_BUFFER_KB` | `2048` | size of one CUPTI activity buffer (64–65536) |
 //! | `POOLPROF_INJECT_BUFFERS` | `8` | activity buffers in the pool (2–64); when all are busy CUPTI drops records |
 //! | `POOLPROF_INJECT_MAX_KERNELS` | `2048` | distinct kernels kept per interval (16–65536); the rest are folded |
@@ -19,8 +19,8 @@ use std::time::Duration;
 /// Socket used when `POOLPROF_INJECT_SOCKET` is unset.
 pub const DEFAULT_SOCKET: &str = "/run/poolprof/inject.sock";
 
-/// Duty cycle used when `POOLPROF_INJECT_DUTY` is unset: kernels are traced 50 ms of
-/// every second. Tracing every launch costs about a microsecond of CPU per launch
+/// Duty cycle used when `POOLPROF_INJECT_DUTY` is unset: records are collected 50 ms
+/// of every second. Tracing every launch costs about a microsecond of CPU per launch
 /// (CUPTI instruments each kernel), which launch-bound programs feel; sampling 5% of
 /// the time bounds that cost and the exporter scales the counts back up.
 pub const DEFAULT_DUTY: DutyCycle = DutyCycle::Sampled {
@@ -37,12 +37,12 @@ pub struct Config {
     pub socket: PathBuf,
     /// Time between reports.
     pub interval: Duration,
-    /// Kernel tracing duty cycle; `None` never enables kernel records (CUPTI is still
-    /// subscribed: the cost of being loaded, measured on its own).
+    /// Tracing duty cycle of every record kind; `None` never enables any record
+    /// (CUPTI is still subscribed: the cost of being loaded, measured on its own).
     pub duty: Option<DutyCycle>,
-    /// Whether memcpy and memset records are collected too. They stay enabled during
-    /// the off part of a duty cycle (their byte counters are exact, not scaled), so
-    /// CUPTI never fully leaves the launch path; off by default.
+    /// Whether memcpy and memset records are collected too (on by default). They
+    /// follow the duty cycle with the kernels, so CUPTI leaves the launch path during
+    /// the off part, and their bytes are scaled up like the kernel counts.
     pub trace_memory: bool,
     /// Bytes in one activity buffer.
     pub buffer_bytes: usize,
@@ -61,7 +61,7 @@ impl Default for Config {
             socket: PathBuf::from(DEFAULT_SOCKET),
             interval: Duration::from_millis(1000),
             duty: Some(DEFAULT_DUTY),
-            trace_memory: false,
+            trace_memory: true,
             buffer_bytes: 2048 * 1024,
             buffers: 8,
             max_kernels: 2048,
@@ -163,7 +163,7 @@ fn parse_range(var: &'static str, v: &str, min: u64, max: u64) -> Result<u64, Co
         .ok_or_else(|| invalid(var, v, &format!("an integer from {min} to {max}")))
 }
 
-/// `None` for `never` or `0/P`: kernel records are never enabled.
+/// `None` for `never` or `0/P`: no activity record is ever enabled.
 fn parse_duty(var: &'static str, v: &str) -> Result<Option<DutyCycle>, ConfigError> {
     const EXPECTED: &str = "always, never, or TRACE_MS/PERIOD_MS with 0 <= TRACE_MS <= PERIOD_MS, \
          1 <= PERIOD_MS <= 600000 (e.g. 100/1000; 0/1000 = never)";
@@ -268,7 +268,7 @@ mod tests {
     }
 
     #[test]
-    fn default_samples_kernels_and_leaves_memory_records_off() {
+    fn default_samples_kernels_and_memory_records() {
         let c = config(&[]).unwrap();
         assert_eq!(
             c.duty,
@@ -277,7 +277,7 @@ mod tests {
                 period_ms: 1000
             })
         );
-        assert!(!c.trace_memory);
+        assert!(c.trace_memory, "memcpy and memset are on by default");
         let c = config(&[
             ("POOLPROF_INJECT_DUTY", "always"),
             ("POOLPROF_INJECT_MEMCPY", "OFF"),
@@ -285,6 +285,25 @@ mod tests {
         .unwrap();
         assert_eq!(c.duty, Some(DutyCycle::Always));
         assert!(!c.trace_memory);
+    }
+
+    #[test]
+    fn memcpy_switch_accepts_on_and_off_spellings_only() {
+        for (value, want) in [
+            ("off", false),
+            (" 0 ", false),
+            ("no", false),
+            ("on", true),
+            ("1", true),
+        ] {
+            let c = config(&[("POOLPROF_INJECT_MEMCPY", value)]).unwrap();
+            assert_eq!(c.trace_memory, want, "{value:?}");
+        }
+        for value in ["2", "enabled", "of"] {
+            let err = config(&[("POOLPROF_INJECT_MEMCPY", value)]).unwrap_err();
+            assert_eq!(err.var, "POOLPROF_INJECT_MEMCPY");
+            assert!(err.to_string().contains("use on or off"), "{err}");
+        }
     }
 
     #[test]
@@ -296,7 +315,7 @@ mod tests {
     }
 
     #[test]
-    fn zero_trace_time_or_never_means_kernels_are_never_traced() {
+    fn zero_trace_time_or_never_means_nothing_is_traced() {
         for v in ["0/1000", "0/1", " 0 / 600000 ", "never", "NEVER"] {
             let c = config(&[("POOLPROF_INJECT_DUTY", v)]).unwrap();
             assert_eq!(c.duty, None, "{v}");

@@ -92,14 +92,15 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// The activity kinds `config` asks for: concurrent kernels (never the serializing
-/// `KIND_KERNEL`) unless the duty cycle is "never", plus memcpy and memset when
-/// `trace_memory` is set.
+/// The activity kinds `config` asks for: none when the duty cycle is "never";
+/// otherwise concurrent kernels (never the serializing `KIND_KERNEL`), plus memcpy and
+/// memset unless `trace_memory` is off. The duty cycle toggles all of them together.
 fn kinds(config: &Config) -> Vec<CUpti_ActivityKind> {
     let mut kinds = Vec::new();
-    if config.duty.is_some() {
-        kinds.push(KERNEL);
+    if config.duty.is_none() {
+        return kinds;
     }
+    kinds.push(KERNEL);
     if config.trace_memory {
         kinds.extend(MEMORY_KINDS);
     }
@@ -107,7 +108,8 @@ fn kinds(config: &Config) -> Vec<CUpti_ActivityKind> {
 }
 
 /// Loads CUPTI, registers the buffer callbacks and enables the kinds `config` asks
-/// for. On error every kind it enabled is disabled again.
+/// for (returned in [`CuptiSource::kinds`], for the duty cycle). On error every kind
+/// it enabled is disabled again.
 pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
     check_symbols()?;
     let zeroed_buffers = promise_zeroed_buffers();
@@ -136,7 +138,7 @@ pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
             return Err(classify("cuptiActivityEnable", e));
         }
     }
-    Ok(CuptiSource)
+    Ok(CuptiSource { kinds })
 }
 
 fn check_symbols() -> Result<(), StartError> {
@@ -289,7 +291,16 @@ unsafe fn read_buffer(
 }
 
 /// The [`Source`] the sender reads: CUPTI's aggregate.
-pub struct CuptiSource;
+pub struct CuptiSource {
+    kinds: Vec<CUpti_ActivityKind>,
+}
+
+impl CuptiSource {
+    /// The activity kinds [`start`] enabled, which a duty cycle toggles together.
+    pub fn kinds(&self) -> &[CUpti_ActivityKind] {
+        &self.kinds
+    }
+}
 
 impl Source for CuptiSource {
     fn flush(&self, forced: bool) {
@@ -356,17 +367,18 @@ pub struct DutyThread {
 }
 
 impl DutyThread {
-    /// Stops toggling and leaves kernel tracing enabled (so the final flush is whole).
+    /// Stops toggling and leaves every kind enabled (so the final flush is whole).
     pub fn stop(self) {
         let _ = self.stop.send(());
         let _ = self.thread.join();
     }
 }
 
-/// Starts the thread that enables kernel records for `trace_ms` of every `period_ms`
-/// and keeps [`TRACING`] in step; `None` when every launch is traced (or when the
-/// thread cannot start: then every launch is traced too).
-pub fn spawn_duty_cycle(duty: DutyCycle) -> Option<DutyThread> {
+/// Starts the thread that enables `kinds` (kernels, memcpy, memset) for `trace_ms` of
+/// every `period_ms`, all together, and keeps [`TRACING`] in step; `None` when every
+/// record is traced. When the thread cannot start, every record stays traced and the
+/// reports say so (ratio 1), so nothing is scaled up by mistake.
+pub fn spawn_duty_cycle(duty: DutyCycle, kinds: &[CUpti_ActivityKind]) -> Option<DutyThread> {
     let DutyCycle::Sampled {
         trace_ms,
         period_ms,
@@ -374,6 +386,7 @@ pub fn spawn_duty_cycle(duty: DutyCycle) -> Option<DutyThread> {
     else {
         return None;
     };
+    let kinds = kinds.to_vec();
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let on = Duration::from_millis(u64::from(trace_ms));
     let off = Duration::from_millis(u64::from(period_ms - trace_ms));
@@ -385,10 +398,49 @@ pub fn spawn_duty_cycle(duty: DutyCycle) -> Option<DutyThread> {
                 off,
                 &rx,
                 &TRACING,
-                || activity::enable(KERNEL).is_ok(),
-                || activity::disable(KERNEL).is_ok(),
+                &kinds,
+                |kind| activity::enable(kind).is_ok(),
+                |kind| activity::disable(kind).is_ok(),
             )
+        });
+    match thread {
+        Ok(thread) => Some(DutyThread { stop: tx, thread }),
+        Err(_) => {
+            if let Some(shared) = SHARED.get() {
+                shared
+                    .duty_ppm
+                    .store(crate::wire::FULL_DUTY_PPM, Ordering::Relaxed);
+            }
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds_for(duty: &str, memcpy: &str) -> Vec<CUpti_ActivityKind> {
+        let config = Config::from_lookup(|var| match var {
+            "POOLPROF_INJECT_DUTY" => Some(duty.to_string()),
+            "POOLPROF_INJECT_MEMCPY" => Some(memcpy.to_string()),
+            _ => None,
         })
-        .ok()?;
-    Some(DutyThread { stop: tx, thread })
+        .unwrap();
+        kinds(&config)
+    }
+
+    #[test]
+    fn by_default_kernels_memcpy_and_memset_are_traced_together() {
+        let all = [KERNEL, MEMORY_KINDS[0], MEMORY_KINDS[1]];
+        assert_eq!(kinds(&Config::default()), all);
+        assert_eq!(kinds_for("always", "on"), all);
+        assert_eq!(kinds_for("50/1000", "off"), [KERNEL]);
+    }
+
+    #[test]
+    fn never_enables_no_record_kind_at_all() {
+        assert!(kinds_for("never", "on").is_empty());
+        assert!(kinds_for("0/1000", "off").is_empty());
+    }
 }

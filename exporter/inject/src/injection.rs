@@ -17,9 +17,9 @@ use std::time::Duration;
 /// How long the exit handler waits for the last report.
 pub const EXIT_FLUSH_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// How a process that never traces kernels describes itself to the exporter: the
-/// protocol has no "never", and the rarest sample it can carry reports no kernels
-/// the same way.
+/// How a process that never traces describes itself to the exporter: the protocol
+/// has no "never", and the rarest sample it can carry reports no records the same
+/// way.
 const NEVER_ON_THE_WIRE: DutyCycle = DutyCycle::Sampled {
     trace_ms: 1,
     period_ms: 600_000,
@@ -55,19 +55,22 @@ fn initialize() -> Result<(), String> {
         return Ok(());
     }
     let source = cupti::start(&config).map_err(|e| e.to_string())?;
+    let kinds = source.kinds().to_vec();
     let hello = hello(&config);
     let sender = Sender::new(config.socket.clone(), hello, source, config.max_kernels);
     let handle = sender::spawn(sender, config.interval).map_err(|e| {
         cupti::stop();
         format!("cannot start the sender thread: {e}")
     })?;
-    // Kernel records are on from `cupti::start` unless the duty cycle is "never"; the
-    // duty-cycle thread takes the flag over from here.
+    // Every record kind is on from `cupti::start` unless the duty cycle is "never"
+    // (then none is); the duty-cycle thread takes the flag over from here.
     TRACING.set(match config.duty {
         Some(_) => Tracing::On,
         None => Tracing::Off,
     });
-    let duty = config.duty.and_then(cupti::spawn_duty_cycle);
+    let duty = config
+        .duty
+        .and_then(|duty| cupti::spawn_duty_cycle(duty, &kinds));
     *RUNNING.lock().unwrap_or_else(|p| p.into_inner()) = Some((handle, duty));
     OWNER_PID.store(std::process::id(), Ordering::Relaxed);
     // SAFETY: registering a plain extern "C" function; failure only loses the exit flush.

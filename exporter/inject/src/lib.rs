@@ -6,7 +6,7 @@
 //! ([`records`]) are summed per buffer ([`batch`]) and aggregated ([`aggregate`]) and a background thread ships the
 //! aggregates to the exporter's socket ([`sender`]), configured by environment
 //! variables ([`config`]). [`injection`] is the entry point CUDA calls;
-//! [`tracing_state`] tells the application whether kernels are being traced.
+//! [`tracing_state`] tells the application whether records are being collected.
 
 pub mod aggregate;
 pub mod batch;

@@ -1,26 +1,27 @@
-//! Whether kernel records are being collected right now, for the application:
-//! `poolprof_inject_tracing()` returns 1 while they are (the on part of a duty cycle),
-//! 0 while they are off and -1 when the library is not running (stepped aside,
-//! disabled, not yet started or stopped at exit).
+//! Whether activity records (kernels, and memcpy and memset unless turned off) are
+//! being collected right now, for the application: `poolprof_inject_tracing()`
+//! returns 1 while they are (the on part of a duty cycle), 0 while they are off and -1
+//! when the library is not running (stepped aside, disabled, not yet started or
+//! stopped at exit).
 //!
-//! The flag is raised only after kernel records were enabled and lowered before they
-//! are disabled, so a caller that reads 1 before and after a piece of work knows the
-//! whole of it was traced.
+//! The flag is raised only after every record kind was enabled and lowered before
+//! they are disabled, so a caller that reads 1 before and after a piece of work knows
+//! the whole of it was traced.
 
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Duration;
 
-/// What the library is doing with kernel records.
+/// What the library is doing with activity records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i32)]
 pub enum Tracing {
     /// Not running: stepped aside, disabled, not started or stopped.
     Inactive = -1,
-    /// Running, kernel records off.
+    /// Running, records off.
     Off = 0,
-    /// Running, kernel records on.
+    /// Running, every record kind on.
     On = 1,
 }
 
@@ -58,7 +59,7 @@ impl Default for TracingFlag {
 /// The library's state, as `poolprof_inject_tracing()` reports it.
 pub static TRACING: TracingFlag = TracingFlag::new();
 
-/// 1 while kernel activity records are enabled, 0 while a duty cycle has them off,
+/// 1 while activity records are enabled, 0 while a duty cycle has them off,
 /// -1 when the library is not running. One atomic load: safe to call from any thread
 /// at any rate, before or after `InitializeInjection`.
 #[no_mangle]
@@ -67,27 +68,37 @@ pub extern "C" fn poolprof_inject_tracing() -> c_int {
 }
 
 /// Runs a duty cycle until `stop` receives a message or its sender is dropped:
-/// `on` with kernel records enabled, then `off` with them disabled, and so on,
-/// keeping `flag` in step. Kernel records are assumed enabled on entry and are left
-/// enabled on return (so the final flush is whole). `enable` and `disable` return
-/// whether the call succeeded; the flag only claims what succeeded.
-pub fn run_duty_cycle(
+/// `on` with every kind in `kinds` enabled, then `off` with all of them disabled, and
+/// so on, keeping `flag` in step. The kinds go on and off together, so every record
+/// kind is sampled over the same time and one ratio scales them all. They are assumed
+/// enabled on entry and are left enabled on return (so the final flush is whole).
+/// `enable` and `disable` act on one kind and return whether the call succeeded; the
+/// flag claims On only when every kind was enabled.
+pub fn run_duty_cycle<K: Copy>(
     on: Duration,
     off: Duration,
     stop: &Receiver<()>,
     flag: &TracingFlag,
-    mut enable: impl FnMut() -> bool,
-    mut disable: impl FnMut() -> bool,
+    kinds: &[K],
+    mut enable: impl FnMut(K) -> bool,
+    mut disable: impl FnMut(K) -> bool,
 ) {
     let keep_going = |wait| matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
     flag.set(Tracing::On);
     while keep_going(on) {
         flag.set(Tracing::Off);
-        // A failed disable leaves records on: claiming Off is still safe for a caller
-        // that treats "not 1" as "not known to be traced".
-        let _ = disable();
+        // A failed disable leaves that kind on: claiming Off is still safe for a
+        // caller that treats "not 1" as "not known to be traced".
+        for kind in kinds {
+            let _ = disable(*kind);
+        }
         let again = keep_going(off);
-        if enable() {
+        // Every kind is tried even after a failure, so none stays off by accident.
+        let mut all_on = true;
+        for kind in kinds {
+            all_on &= enable(*kind);
+        }
+        if all_on {
             flag.set(Tracing::On);
         }
         if !again {
@@ -100,7 +111,7 @@ pub fn run_duty_cycle(
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
-    use std::sync::{mpsc, Arc};
+    use std::sync::{mpsc, Arc, Mutex};
     use std::time::Instant;
 
     #[test]
@@ -124,31 +135,58 @@ mod tests {
         assert_eq!(poolprof_inject_tracing(), -1);
     }
 
-    /// Runs a 30 ms on / 30 ms off cycle for `run_for` with fake CUPTI calls that
-    /// check the flag never claims On while records are off; returns the states
-    /// seen by a sampling thread and whether records ended enabled.
-    fn cycle(run_for: Duration, enable_ok: bool) -> (Vec<Tracing>, bool, Tracing) {
+    /// The kinds a sampled library with memory records toggles: kernel, memcpy, memset.
+    const KINDS: [usize; 3] = [0, 1, 2];
+
+    /// Fake CUPTI: which kinds are enabled, and every call in order.
+    struct FakeKinds {
+        enabled: [AtomicBool; 3],
+        calls: Mutex<Vec<(usize, bool)>>,
+    }
+
+    impl FakeKinds {
+        fn all_on() -> Self {
+            Self {
+                enabled: std::array::from_fn(|_| AtomicBool::new(true)),
+                calls: Mutex::new(Vec::new()),
+            }
+        }
+
+        fn enabled(&self) -> [bool; 3] {
+            std::array::from_fn(|k| self.enabled[k].load(Ordering::SeqCst))
+        }
+    }
+
+    /// Runs a 30 ms on / 30 ms off cycle over [`KINDS`] for `run_for`, with fake CUPTI
+    /// calls that check the flag never claims On while a kind is off (enabling
+    /// `failing` always fails); returns the states seen by a sampling thread, the fake
+    /// and the flag's last state.
+    fn cycle(run_for: Duration, failing: Option<usize>) -> (Vec<Tracing>, Arc<FakeKinds>, Tracing) {
         let flag = Arc::new(TracingFlag::new());
-        let enabled = Arc::new(AtomicBool::new(true));
+        let fake = Arc::new(FakeKinds::all_on());
         let (tx, rx) = mpsc::channel();
-        let (f, e) = (flag.clone(), enabled.clone());
+        let (f, k) = (flag.clone(), fake.clone());
         let worker = std::thread::spawn(move || {
-            let (e1, e2) = (e.clone(), e.clone());
+            let (k1, k2) = (k.clone(), k.clone());
             let f2 = f.clone();
             run_duty_cycle(
                 Duration::from_millis(30),
                 Duration::from_millis(30),
                 &rx,
                 &f,
-                move || {
-                    if enable_ok {
-                        e1.store(true, Ordering::SeqCst);
+                &KINDS,
+                move |kind| {
+                    k1.calls.lock().unwrap().push((kind, true));
+                    let ok = failing != Some(kind);
+                    if ok {
+                        k1.enabled[kind].store(true, Ordering::SeqCst);
                     }
-                    enable_ok
+                    ok
                 },
-                move || {
+                move |kind| {
                     assert_ne!(f2.get(), Tracing::On, "flag still On while disabling");
-                    e2.store(false, Ordering::SeqCst);
+                    k2.calls.lock().unwrap().push((kind, false));
+                    k2.enabled[kind].store(false, Ordering::SeqCst);
                     true
                 },
             )
@@ -157,10 +195,10 @@ mod tests {
         let t0 = Instant::now();
         while t0.elapsed() < run_for {
             let state = flag.get();
-            let records_on = enabled.load(Ordering::SeqCst);
+            let kinds_on = fake.enabled();
             if state == Tracing::On && flag.get() == Tracing::On {
                 // On at both reads: no 30 ms phase fits between them.
-                assert!(records_on, "flag On while records off");
+                assert_eq!(kinds_on, [true; 3], "flag On while a kind is off");
             }
             let started = !(seen.is_empty() && state == Tracing::Inactive);
             if started && seen.last() != Some(&state) {
@@ -170,26 +208,54 @@ mod tests {
         }
         drop(tx);
         worker.join().unwrap();
-        (seen, enabled.load(Ordering::SeqCst), flag.get())
+        (seen, fake, flag.get())
     }
 
     #[test]
     fn the_duty_cycle_alternates_the_flag_and_ends_traced() {
-        let (seen, enabled, last) = cycle(Duration::from_millis(200), true);
+        let (seen, fake, last) = cycle(Duration::from_millis(200), None);
         let ons = seen.iter().filter(|s| **s == Tracing::On).count();
         let offs = seen.iter().filter(|s| **s == Tracing::Off).count();
         assert!(ons >= 2 && offs >= 2, "{seen:?}");
         assert!(!seen.contains(&Tracing::Inactive), "{seen:?}");
-        assert!(enabled, "records must be left enabled after stop");
+        assert_eq!(
+            fake.enabled(),
+            [true; 3],
+            "every kind must be left enabled after stop"
+        );
         assert_eq!(last, Tracing::On);
     }
 
     #[test]
-    fn a_failed_enable_never_claims_tracing() {
-        let (seen, enabled, last) = cycle(Duration::from_millis(150), false);
+    fn every_kind_goes_off_and_on_together() {
+        let (_, fake, _) = cycle(Duration::from_millis(200), None);
+        let calls = fake.calls.lock().unwrap().clone();
+        let rounds: Vec<&[(usize, bool)]> = calls.chunks(KINDS.len()).collect();
+        assert!(rounds.len() >= 4, "{calls:?}");
+        for (i, round) in rounds.iter().enumerate() {
+            // Rounds alternate off, on, off, ... and each one covers every kind once.
+            let want_on = i % 2 == 1;
+            let mut kinds: Vec<usize> = round.iter().map(|(kind, _)| *kind).collect();
+            kinds.sort_unstable();
+            assert_eq!(kinds, KINDS, "round {i}: {calls:?}");
+            assert!(
+                round.iter().all(|(_, on)| *on == want_on),
+                "round {i}: {calls:?}"
+            );
+        }
+        assert!(rounds.last().unwrap()[0].1, "the last round enables");
+    }
+
+    #[test]
+    fn a_kind_that_fails_to_enable_never_lets_the_flag_claim_tracing() {
+        let (seen, fake, last) = cycle(Duration::from_millis(150), Some(1));
         assert_eq!(seen.first(), Some(&Tracing::On), "{seen:?}");
         assert_eq!(&seen[1..], &[Tracing::Off], "{seen:?}");
-        assert!(!enabled);
+        assert_eq!(
+            fake.enabled(),
+            [true, false, true],
+            "the other kinds are still enabled"
+        );
         assert_eq!(last, Tracing::Off);
     }
 }

@@ -22,8 +22,14 @@ use std::io::Read;
 
 /// First four bytes of every frame.
 pub const MAGIC: [u8; 4] = *b"PPKI";
-/// The protocol version this build speaks.
-pub const VERSION: u16 = 1;
+/// The protocol version this build speaks, and the only one it reads.
+///
+/// Version 2 changed a meaning, not the layout: memcpy and memset bytes are sampled by
+/// the duty cycle like kernels and scaled by [`Delta::kernel_duty_ppm`] (in version 1
+/// they were exact and scaled by nothing). Reading the other version would scale a
+/// peer's bytes wrongly, so a frame of any other version is refused
+/// ([`DecodeError::WrongVersion`]).
+pub const VERSION: u16 = 2;
 /// Size of the frame header.
 pub const HEADER_BYTES: usize = 12;
 /// Largest payload a frame may announce.
@@ -36,7 +42,7 @@ pub const MAX_LABEL_BYTES: usize = 256;
 pub const MAX_KERNELS_PER_FRAME: usize = 512;
 /// Most devices in one frame.
 pub const MAX_DEVICES_PER_FRAME: usize = 64;
-/// Duty cycle meaning "every launch traced", in parts per million.
+/// Duty cycle meaning "every record traced", in parts per million.
 pub const FULL_DUTY_PPM: u32 = 1_000_000;
 
 const TYPE_HELLO: u8 = 1;
@@ -132,12 +138,13 @@ impl DecodeError {
     }
 }
 
-/// Kernel tracing duty cycle: trace `trace_ms` out of every `period_ms`.
+/// Tracing duty cycle of every record kind (kernels, memcpy, memset): trace
+/// `trace_ms` out of every `period_ms`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DutyCycle {
-    /// Every launch is traced.
+    /// Every record is traced.
     Always,
-    /// Kernel records are collected only part of the time.
+    /// Records are collected only part of the time.
     Sampled {
         /// Milliseconds traced in each period, at least 1.
         trace_ms: u32,
@@ -174,7 +181,7 @@ pub struct Hello {
     pub library_version: String,
     /// Milliseconds between deltas.
     pub interval_ms: u32,
-    /// Kernel tracing duty cycle.
+    /// Tracing duty cycle.
     pub duty: DutyCycle,
 }
 
@@ -331,9 +338,9 @@ pub struct DeviceDelta {
     pub kernels: Vec<KernelDelta>,
     /// Launches of kernels the library folded because it saw too many distinct names.
     pub folded: KernelStats,
-    /// Memory copies.
+    /// Memory copies (sampled like the kernels).
     pub memcpy: MemcpyBytes,
-    /// Bytes written by memsets.
+    /// Bytes written by memsets (sampled like the kernels).
     pub memset_bytes: u64,
 }
 
@@ -344,8 +351,10 @@ pub struct Delta {
     pub seq: u64,
     /// Activity records lost since the previous delta (CUPTI buffers full).
     pub dropped_records: u64,
-    /// Fraction of the interval during which kernels were traced, in ppm
-    /// (1..=[`FULL_DUTY_PPM`]); counts are scaled up by the reader.
+    /// Fraction of the interval during which records were traced, in ppm
+    /// (1..=[`FULL_DUTY_PPM`]); it covers kernels, memcpy and memset alike (since
+    /// version 2), and the reader scales launches, kernel time and bytes up by its
+    /// inverse.
     pub kernel_duty_ppm: u32,
     /// Per-device activity.
     pub devices: Vec<DeviceDelta>,

@@ -197,12 +197,12 @@ fn oversized_frames_are_rejected_from_the_header_alone() {
 #[test]
 fn wrong_version_magic_and_type_are_typed() {
     let good = encode_hello(&hello());
-    let mut v2 = good.clone();
-    v2[4..6].copy_from_slice(&2u16.to_le_bytes());
+    let mut newer = good.clone();
+    newer[4..6].copy_from_slice(&(VERSION + 1).to_le_bytes());
     assert_eq!(
-        decode(&v2).unwrap_err(),
+        decode(&newer).unwrap_err(),
         DecodeError::WrongVersion {
-            got: 2,
+            got: VERSION + 1,
             supported: VERSION
         }
     );
@@ -212,6 +212,42 @@ fn wrong_version_magic_and_type_are_typed() {
     let mut kind = good.clone();
     kind[6] = 9;
     assert_eq!(decode(&kind).unwrap_err(), DecodeError::UnknownType(9));
+}
+
+#[test]
+fn version_1_frames_whose_memory_bytes_were_exact_are_refused_not_scaled() {
+    // Version 1 sent exact memcpy/memset bytes next to a kernel-only duty; this build
+    // scales the bytes by the duty, so it must not read them.
+    assert_eq!(VERSION, 2);
+    let hello = encode_hello(&hello());
+    let deltas = encode_delta(&delta(3));
+    for frame in std::iter::once(&hello).chain(&deltas) {
+        let mut v1 = frame.clone();
+        v1[4..6].copy_from_slice(&1u16.to_le_bytes());
+        let err = decode(&v1).unwrap_err();
+        assert_eq!(
+            err,
+            DecodeError::WrongVersion {
+                got: 1,
+                supported: 2
+            }
+        );
+        assert_eq!(err.reason(), "wrong_version");
+        assert!(err.to_string().contains("upgrade the older side"), "{err}");
+        let mut stream: &[u8] = &v1;
+        assert!(matches!(
+            read_message(&mut stream),
+            Err(ReadError::Decode(DecodeError::WrongVersion { got: 1, .. }))
+        ));
+    }
+}
+
+#[test]
+fn every_frame_carries_the_current_version() {
+    let frames = std::iter::once(encode_hello(&hello())).chain(encode_delta(&delta(600)));
+    for frame in frames {
+        assert_eq!(u16::from_le_bytes([frame[4], frame[5]]), VERSION);
+    }
 }
 
 #[test]

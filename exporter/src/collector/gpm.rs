@@ -55,7 +55,7 @@ pub(crate) fn write_gpm(
     );
     put(
         "graphics_engine_active_ratio",
-        "Fraction of time the graphics/compute engine was busy (GPM).",
+        "Fraction of time the graphics/compute engine was busy (GPM; with NVML, over the last 10 s).",
         None,
         gpm.graphics_engine_active,
     );

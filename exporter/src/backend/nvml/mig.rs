@@ -16,7 +16,7 @@ pub fn profile_from_name(name: &str) -> Option<&str> {
 }
 
 /// Whether MIG mode is on now. A GPU without MIG support has it off.
-fn enabled(device: &Device<'static>) -> Reading<bool> {
+pub fn enabled(device: &Device<'static>) -> Reading<bool> {
     match device.mig_mode() {
         Ok(mode) => Ok(mode.current == NVML_DEVICE_MIG_ENABLE),
         Err(NvmlError::NotSupported) => Ok(false),
@@ -40,15 +40,12 @@ fn gpu_instance_id(nvml: &Nvml, mig: &Device<'static>) -> Reading<u32> {
     Ok(id)
 }
 
-/// Reads every MIG device of `parent`. Empty when MIG is off.
+/// Reads every MIG device of `parent`, which has MIG on (see [`enabled`]).
 pub fn instances(
     nvml: &'static Nvml,
     parent: &Device<'static>,
     gpm: Option<&GpmState>,
 ) -> Reading<Vec<MigInstance>> {
-    if !enabled(parent)? {
-        return Ok(Vec::new());
-    }
     let count = parent.mig_device_count().map_err(read_error)?;
     let mut out = Vec::new();
     for index in 0..count {

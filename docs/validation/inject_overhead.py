@@ -1,0 +1,400 @@
+#!/usr/bin/env python3
+"""Overhead of poolprof's CUPTI injection library against a baseline and torch.profiler,
+measured by processes that take turns on the GPU.
+
+Why turns: separate runs of the same PyTorch program differ by up to 38% on the H100 VM
+(kernels-h100.md, runs 2 and 3), because the machine's speed drifts over seconds. Here
+one long-lived, warmed-up process per variant waits on a pipe; the coordinator lets
+them run one at a time, each a fixed number of steps (about one second), in a rotating
+order: a round is one turn of every variant, back to back, so they share the same
+machine state. The overhead of a variant is the median over rounds of its time over the
+baseline's time in the same round. The whole is repeated with fresh processes (`--sets`)
+so a slow or fast process cannot decide the result.
+
+Variants (each its own process, its main thread pinned to the same CPU, other threads
+to a second core; the exporter runs elsewhere):
+  base        no library, no profiler;
+  lib         the library with its defaults (CUDA_INJECTION64_PATH only);
+  lib_always  the library tracing every launch (POOLPROF_INJECT_DUTY=always);
+  prof        torch.profiler with CUDA activities, started before the first program's
+              turns and never stopped (stopping it processes every record, which takes
+              long and is not what is measured; the process exits instead).
+A turn is about one second, so a turn of `lib` holds one whole duty-cycle period
+(the default traces 50 ms of every 1000 ms) whatever its phase.
+
+Programs: those of kernels_workloads.py (train, infer, tiny).
+
+Usage (the coordinator starts the workers itself):
+  inject_overhead.py run --lib PATH --socket PATH --out results.json [--sets 2]
+      [--rounds 8] [--turn-seconds 1.0] [--cpus MAIN:HELPERS] [--programs train,infer,tiny]
+  inject_overhead.py summary results.json      # markdown tables
+  inject_overhead.py run --fake ...             # no GPU: sleeps stand in for steps
+"""
+
+import argparse
+import json
+import os
+import statistics as st
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+VARIANTS = ["base", "lib", "lib_always", "prof"]
+TARGETS = {"train": 1.0, "infer": 3.0, "tiny": 3.0}  # issue 4: overhead in %, library defaults
+FAKE_COST = {"base": 1.0, "lib": 1.003, "lib_always": 1.05, "prof": 1.3}
+
+
+# --- worker ---------------------------------------------------------------------------
+
+class FakeTorch:
+    """Enough of torch for --fake: steps are sleeps, slower per variant."""
+
+    class cuda:  # noqa: N801 - mimics torch.cuda
+        @staticmethod
+        def synchronize():
+            pass
+
+        @staticmethod
+        def empty_cache():
+            pass
+
+
+def fake_program(variant):
+    cost = FAKE_COST[variant]
+
+    def step():
+        time.sleep(0.002 * cost)
+
+    return step
+
+
+def reply(out, **fields):
+    out.write(json.dumps(fields) + "\n")
+    out.flush()
+
+
+def worker(args):
+    # Replies go to the pipe the coordinator reads; anything else printing to stdout
+    # (torch, CUDA) would corrupt it, so stdout becomes stderr.
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    from kernels_workloads import PROGRAMS, Placement, other_threads_cpu, proc_status
+    placement = Placement(args.cpus)
+    if args.fake:
+        torch = FakeTorch
+    else:
+        placement.before_cuda()
+        import torch
+        torch.cuda.init()
+        torch.zeros(1, device="cuda")  # CUDA's, CUPTI's and the library's threads start here
+        placement.after_cuda()
+    step, profiler = None, None
+    reply(out, ok=True, pid=os.getpid(), rss_bytes=proc_status("VmRSS"))
+    for line in sys.stdin:
+        cmd = json.loads(line)
+        op = cmd["op"]
+        if op == "build":
+            step = fake_program(args.variant) if args.fake else PROGRAMS[cmd["program"]](torch)[0]
+            reply(out, ok=True)
+        elif op == "warm":
+            t0, n = time.perf_counter(), 0
+            while n < 3 or time.perf_counter() - t0 < cmd["seconds"]:
+                step()
+                n += 1
+                if n % 5 == 0:
+                    torch.cuda.synchronize()
+            torch.cuda.synchronize()
+            t1 = time.perf_counter()
+            for _ in range(3):
+                step()
+            torch.cuda.synchronize()
+            reply(out, ok=True, step_seconds=(time.perf_counter() - t1) / 3)
+        elif op == "time":
+            for _ in range(cmd["pre"]):  # untimed: caches and clocks after waiting
+                step()
+            placement.sweep()
+            torch.cuda.synchronize()
+            main0, other0 = time.thread_time(), other_threads_cpu()
+            t0 = time.perf_counter()
+            for _ in range(cmd["steps"]):
+                step()
+            torch.cuda.synchronize()
+            seconds = time.perf_counter() - t0
+            reply(out, ok=True, seconds=seconds, main_cpu_s=time.thread_time() - main0,
+                  other_cpu_s=other_threads_cpu() - other0)
+        elif op == "prof_start":
+            if not args.fake and profiler is None:
+                from torch.profiler import ProfilerActivity, profile
+                profiler = profile(activities=[ProfilerActivity.CUDA])
+                profiler.start()
+            reply(out, ok=True)
+        elif op == "free":
+            step = None
+            torch.cuda.empty_cache()
+            reply(out, ok=True)
+        elif op == "quit":
+            reply(out, ok=True, rss_peak_bytes=proc_status("VmHWM"), rss_bytes=proc_status("VmRSS"))
+            out.close()
+            os._exit(0)  # no profiler teardown, no interpreter shutdown work
+        else:
+            reply(out, ok=False, error=f"unknown op {op}")
+
+
+# --- coordinator ----------------------------------------------------------------------
+
+class Worker:
+    def __init__(self, variant, args, set_index):
+        env = dict(os.environ)
+        for key in ("CUDA_INJECTION64_PATH", "POOLPROF_INJECT_DUTY"):
+            env.pop(key, None)
+        if variant in ("lib", "lib_always"):
+            env["CUDA_INJECTION64_PATH"] = args.lib
+            env["POOLPROF_INJECT_SOCKET"] = args.socket
+            env["POOLPROF_WORKLOAD"] = f"overhead-{variant}"
+        if variant == "lib_always":
+            env["POOLPROF_INJECT_DUTY"] = "always"
+        cmd = [sys.executable, os.path.abspath(__file__), "worker", "--variant", variant, "--cpus", args.cpus]
+        if args.fake:
+            cmd.append("--fake")
+        self.variant = variant
+        self.log = open(f"{args.out}.{variant}.{set_index}.log", "w")
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.log, text=True, bufsize=1)
+        self.hello = None
+
+    def ready(self):
+        """Waits for the worker's CUDA start (workers start in parallel: not timed)."""
+        self.hello = self.read()
+
+    def read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker {self.variant} exited (rc {self.proc.poll()}); see {self.log.name}")
+        answer = json.loads(line)
+        if not answer.get("ok"):
+            raise RuntimeError(f"worker {self.variant}: {answer}")
+        return answer
+
+    def ask(self, **cmd):
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def close(self):
+        try:
+            return self.ask(op="quit")
+        finally:
+            self.proc.wait(timeout=60)
+            self.log.close()
+
+
+def run_program(workers, program, args, set_index, turns, note):
+    for w in workers.values():
+        w.ask(op="build", program=program)
+    step_s = {}
+    for v, w in workers.items():  # warm up one at a time: each has the GPU to itself
+        step_s[v] = w.ask(op="warm", seconds=args.warm)["step_seconds"]
+    steps = max(3, round(args.turn_seconds / step_s["base"]))
+    note(f"set {set_index} {program}: base step {step_s['base'] * 1e3:.2f} ms, {steps} steps a turn")
+    if "prof" in workers:  # CUPTI starts (first program) and instruments kernels: not timed
+        workers["prof"].ask(op="prof_start")
+        workers["prof"].ask(op="warm", seconds=args.warm / 2)
+    order = list(workers)
+    for r in range(args.rounds):
+        k = r % len(order)
+        for v in order[k:] + order[:k]:
+            a = workers[v].ask(op="time", steps=steps, pre=2)
+            turns.append({"set": set_index, "program": program, "round": r, "variant": v, "steps": steps,
+                          "seconds": a["seconds"], "main_cpu_s": a["main_cpu_s"], "other_cpu_s": a["other_cpu_s"]})
+    for w in workers.values():
+        w.ask(op="free")
+
+
+def cmd_run(args):
+    variants = [v for v in args.variants.split(",") if v]
+    if "base" not in variants or any(v not in VARIANTS for v in variants):
+        sys.exit(f"--variants must include base and be among {VARIANTS}")
+    programs = [p for p in args.programs.split(",") if p]
+    if any(p not in TARGETS for p in programs):
+        sys.exit(f"--programs must be among {list(TARGETS)}")
+    results = {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "args": vars(args),
+               "turns": [], "memory": [], "notes": []}
+
+    def note(text):
+        print(text, flush=True)
+        results["notes"].append(text)
+
+    def save():
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=1)
+
+    deadline = time.monotonic() + args.budget
+    for s in range(args.sets):
+        if s > 0 and time.monotonic() + results.get("set_seconds", 0) > deadline:
+            note(f"stopping after {s} sets: another would pass the {args.budget:.0f} s budget")
+            break
+        t0 = time.monotonic()
+        workers = {}
+        try:
+            for v in variants:
+                workers[v] = Worker(v, args, s)
+            for w in workers.values():
+                w.ready()
+            for program in programs:
+                run_program(workers, program, args, s, results["turns"], note)
+                save()
+        finally:
+            for v, w in workers.items():
+                try:
+                    bye = w.close()
+                    results["memory"].append({"set": s, "variant": v, "rss_peak_bytes": bye["rss_peak_bytes"],
+                                              "rss_after_init_bytes": (w.hello or {}).get("rss_bytes", 0)})
+                except Exception as e:  # noqa: BLE001 - one worker's end must not lose the rest
+                    note(f"worker {v} of set {s} did not quit cleanly: {e}")
+                    w.proc.kill()
+        results["set_seconds"] = time.monotonic() - t0
+        note(f"set {s} took {results['set_seconds']:.0f} s")
+        save()
+    save()
+
+
+# --- summary --------------------------------------------------------------------------
+
+def pct(x):
+    return f"{(x - 1) * 100:+.2f}%"
+
+
+def quantile(xs, q):
+    xs = sorted(xs)
+    i = (len(xs) - 1) * q
+    lo = int(i)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (i - lo)
+
+
+def ratios(turns, program, variant):
+    """Per-round time of `variant` over the baseline's in the same round and set."""
+    by = {}
+    for t in turns:
+        if t["program"] == program:
+            by.setdefault((t["set"], t["round"]), {})[t["variant"]] = t["seconds"] / t["steps"]
+    return [r[variant] / r["base"] for r in by.values() if variant in r and "base" in r]
+
+
+def summary(path):
+    with open(path) as f:
+        results = json.load(f)
+    turns = results["turns"]
+    programs = [p for p in TARGETS if any(t["program"] == p for t in turns)]
+    variants = [v for v in VARIANTS if any(t["variant"] == v for t in turns)]
+    sets = sorted({t["set"] for t in turns})
+    rounds = {p: len(ratios(turns, p, "base")) for p in programs}
+    print(f"Turns of about {results['args']['turn_seconds']} s, {len(sets)} set(s) of fresh processes, "
+          f"rounds per program: {', '.join(f'{p} {n}' for p, n in rounds.items())}.\n")
+    print("### Time per step (ms): median [min-max] over turns\n")
+    print("| program | " + " | ".join(variants) + " |")
+    print("| --- |" + " ---: |" * len(variants))
+    for p in programs:
+        cells = []
+        for v in variants:
+            ms = [t["seconds"] / t["steps"] * 1e3 for t in turns if t["program"] == p and t["variant"] == v]
+            cells.append(f"{st.median(ms):.3f} [{min(ms):.3f}-{max(ms):.3f}]" if ms else "n/a")
+        print(f"| {p} | " + " | ".join(cells) + " |")
+    print("\n### Overhead against the baseline of the same round: median [IQR] (min, max) of per-round ratios\n")
+    others = [v for v in variants if v != "base"]
+    print("| program | " + " | ".join(others) + " | target (lib) | met |")
+    print("| --- |" + " ---: |" * len(others) + " ---: | --- |")
+    for p in programs:
+        cells, met = [], "n/a"
+        for v in others:
+            rs = ratios(turns, p, v)
+            if not rs:
+                cells.append("n/a")
+                continue
+            med = st.median(rs)
+            cells.append(f"**{pct(med)}** [{pct(quantile(rs, 0.25))}, {pct(quantile(rs, 0.75))}] "
+                         f"({pct(min(rs))}, {pct(max(rs))})")
+            if v == "lib":
+                met = "yes" if (med - 1) * 100 < TARGETS[p] else "no"
+        print(f"| {p} | " + " | ".join(cells) + f" | < {TARGETS[p]:.0f}% | {met} |")
+    if len(sets) > 1:
+        print("\n### Per set of processes: median per-round overhead\n")
+        print("| program | set | " + " | ".join(others) + " |")
+        print("| --- | ---: |" + " ---: |" * len(others))
+        for p in programs:
+            for s in sets:
+                sub = [t for t in turns if t["set"] == s]
+                cells = [pct(st.median(ratios(sub, p, v))) if ratios(sub, p, v) else "n/a" for v in others]
+                print(f"| {p} | {s} | " + " | ".join(cells) + " |")
+    print("\n### CPU per step of the benchmarked process (ms, median over turns): main thread / other threads\n")
+    print("| program | " + " | ".join(variants) + " |")
+    print("| --- |" + " ---: |" * len(variants))
+    for p in programs:
+        cells = []
+        for v in variants:
+            ts = [t for t in turns if t["program"] == p and t["variant"] == v]
+            if not ts:
+                cells.append("n/a")
+                continue
+            main = st.median(t["main_cpu_s"] / t["steps"] * 1e3 for t in ts)
+            other = st.median(t["other_cpu_s"] / t["steps"] * 1e3 for t in ts)
+            cells.append(f"{main:.3f} / {other:.3f}")
+        print(f"| {p} | " + " | ".join(cells) + " |")
+    if results["memory"]:
+        print("\n### Memory of each process (MiB, median over sets)\n")
+        print("| variant | RSS after CUDA init | peak RSS | peak vs base |")
+        print("| --- | ---: | ---: | ---: |")
+        peak = {}
+        for v in variants:
+            ms = [m for m in results["memory"] if m["variant"] == v]
+            if ms:
+                peak[v] = st.median(m["rss_peak_bytes"] for m in ms) / 2**20
+                init = st.median(m["rss_after_init_bytes"] for m in ms) / 2**20
+                delta = f"{peak[v] - peak['base']:+.1f}" if "base" in peak and v != "base" else ""
+                print(f"| {v} | {init:.1f} | {peak[v]:.1f} | {delta} |")
+    for n in results["notes"]:
+        if "stopping" in n or "did not quit" in n:
+            print(f"\nNote: {n}")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--lib", default="")
+    r.add_argument("--socket", default="")
+    r.add_argument("--out", required=True)
+    r.add_argument("--sets", type=int, default=2)
+    r.add_argument("--rounds", type=int, default=8)
+    r.add_argument("--turn-seconds", type=float, default=1.0)
+    r.add_argument("--warm", type=float, default=1.0, help="warm-up seconds per program and process")
+    r.add_argument("--cpus", default="", help="MAIN:HELPERS cpu lists (empty: no pinning)")
+    r.add_argument("--programs", default="train,infer,tiny")
+    r.add_argument("--variants", default=",".join(VARIANTS))
+    r.add_argument("--budget", type=float, default=420, help="no new set starts if it would end after this")
+    r.add_argument("--fake", action="store_true", help="no GPU: sleeps stand in for steps")
+    w = sub.add_parser("worker")
+    w.add_argument("--variant", required=True, choices=VARIANTS)
+    w.add_argument("--cpus", default="")
+    w.add_argument("--fake", action="store_true")
+    s = sub.add_parser("summary")
+    s.add_argument("path")
+    args = p.parse_args()
+    if args.cmd == "run":
+        if not (1 <= args.sets <= 10 and 1 <= args.rounds <= 100 and 0.1 <= args.turn_seconds <= 10):
+            sys.exit("run: --sets 1..10, --rounds 1..100, --turn-seconds 0.1..10")
+        if not args.fake and not (args.lib and os.path.isfile(args.lib) and args.socket):
+            sys.exit("run: --lib must name the built libpoolprof_inject.so and --socket the exporter's socket")
+        args.lib = os.path.abspath(args.lib) if args.lib else ""
+        cmd_run(args)
+    elif args.cmd == "worker":
+        worker(args)
+    else:
+        summary(args.path)
+
+
+if __name__ == "__main__":
+    main()
