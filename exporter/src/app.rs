@@ -77,7 +77,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
         ..ServerOptions::default()
     };
     let server = Server::new(options, routes)?;
-    let pods = pods_collector(args)?;
+    let kubelet = kubelet_socket(args)?;
     let backend = open_backend(&args.gpu_source())?;
     let bound = server.bind(&args.listen_addresses)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -94,12 +94,22 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
     if let Some(listener) = &kernels {
         collection.add_collector(Box::new(KernelCollector::new(listener.store())));
     }
-    let kubelet_socket = pods
-        .as_ref()
-        .map(|(socket, _)| socket.display().to_string());
-    if let Some((_, collector)) = pods {
-        collection.add_collector(Box::new(collector));
-    }
+    let kubelet_socket = match kubelet {
+        Some(SocketChoice::Use(socket)) => {
+            let client = PodResourcesClient::new(&socket, CALL_TIMEOUT);
+            let collector = PodsCollector::new(client, args.kubelet_interval);
+            collection.add_collector(Box::new(collector));
+            Some(socket.display().to_string())
+        }
+        Some(SocketChoice::Absent(socket)) => {
+            tracing::info!(
+                socket = %socket.display(),
+                "pod info is off: no kubelet pod-resources socket (not a Kubernetes node, or the directory is not mounted)"
+            );
+            None
+        }
+        None => None,
+    };
     let collecting = collection.spawn(args.collect_interval, store);
     tracing::info!(
         version = env!("CARGO_PKG_VERSION"),
@@ -149,31 +159,17 @@ fn kernel_listener(args: &ServeArgs) -> Result<Option<KernelListener>, StartErro
     }
 }
 
-/// The pods collector and its socket, unless `--no-kubelet` or, without
-/// `--kubelet.pod-resources-socket`, no kubelet socket at the default path.
-fn pods_collector(
-    args: &ServeArgs,
-) -> Result<Option<(std::path::PathBuf, PodsCollector)>, StartError> {
+/// The kubelet socket for the pods collector, unless `--no-kubelet`. Checked before
+/// anything starts, so a bad `--kubelet.pod-resources-socket` is a usage error.
+fn kubelet_socket(args: &ServeArgs) -> Result<Option<SocketChoice>, StartError> {
     if args.no_kubelet {
         return Ok(None);
     }
     let default = std::path::Path::new(kubelet::DEFAULT_SOCKET_PATH);
-    match kubelet::choose_socket(args.kubelet_socket.as_deref(), default)? {
-        SocketChoice::Use(socket) => {
-            let client = PodResourcesClient::new(&socket, CALL_TIMEOUT);
-            Ok(Some((
-                socket,
-                PodsCollector::new(client, args.kubelet_interval),
-            )))
-        }
-        SocketChoice::Absent(socket) => {
-            tracing::info!(
-                socket = %socket.display(),
-                "pod info is off: no kubelet pod-resources socket (not a Kubernetes node, or the directory is not mounted)"
-            );
-            Ok(None)
-        }
-    }
+    Ok(Some(kubelet::choose_socket(
+        args.kubelet_socket.as_deref(),
+        default,
+    )?))
 }
 
 /// Completes on the first SIGTERM or SIGINT.
