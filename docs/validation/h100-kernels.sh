@@ -13,8 +13,8 @@
 #     POOLPROF_INJECT_DUTY=AB_DUTY records are on half of every second; traced vs
 #     untraced steps give the per-step cost of tracing;
 #  4. overhead ACROSS PROCESSES THAT TAKE TURNS (inject_overhead.py): one process each
-#     for the baseline, the library with its defaults, the library tracing every
-#     launch, and torch.profiler; rounds of one ~1 s turn each, in rotating order;
+#     for the baseline, the library (defaults; without memcpy; never tracing; every
+#     launch) and torch.profiler; rounds of one short turn each, in rotating order;
 #     SETS sets of fresh processes, as many as fit in BUDGET_S.
 # summary.md is rewritten after every stage (a cut-off run still returns tables) and
 # printed at the end. Run in the repository root. Needs
@@ -23,7 +23,8 @@
 #
 # Environment: OUT (results, default a new temporary folder), VALIDATE (1), MEMCPY_CHECK
 # (1), AB_DUTY (500/1000), AB_SECONDS (timed seconds per program in the A/B; default 0 =
-# skipped), SETS (3), ROUNDS (rounds per program and set, default 8), BUDGET_S (the
+# skipped), SETS (2), ROUNDS (rounds per program and set, default 30), TURN_SECONDS
+# (0.25), VARIANTS (inject_overhead.py's, default all six), BUDGET_S (the
 # turn-taking benchmark starts no set that would end after this many seconds of the
 # run; default 540), EXPORTER, INJECT_LIB (default the target/release files), PIN
 # (default 1; 0 = no CPU pinning). Results: kernels.log, exporter.log, validate.json,
@@ -36,8 +37,10 @@ START=$SECONDS
 OUT=${OUT:-$(mktemp -d -t poolprof-kernels.XXXXXX)}
 VALIDATE=${VALIDATE:-1}
 MEMCPY_CHECK=${MEMCPY_CHECK:-1}
-SETS=${SETS:-3}
-ROUNDS=${ROUNDS:-8}
+SETS=${SETS:-2}
+ROUNDS=${ROUNDS:-30}
+TURN_SECONDS=${TURN_SECONDS:-0.25}
+VARIANTS=${VARIANTS:-base,lib,lib_kernels,lib_never,lib_always,prof}
 BUDGET_S=${BUDGET_S:-540}
 AB_DUTY=${AB_DUTY:-500/1000}
 AB_SECONDS=${AB_SECONDS:-0}
@@ -179,9 +182,10 @@ fi
 # 4. overhead across processes taking turns
 left=$(( BUDGET_S - (SECONDS - START) ))
 if (( left > 60 )); then
-  log "turns: $SETS set(s) of base, lib, lib_always, prof; $ROUNDS rounds per program; ${left}s left"
+  log "turns: $SETS set(s) of $VARIANTS; $ROUNDS rounds of ${TURN_SECONDS}s turns per program; ${left}s left"
   timeout $(( left + 60 )) env PYTHONUNBUFFERED=1 POOLPROF_INJECT_SOCKET="$SOCK" python3 "$OVERHEAD" run \
     --lib "$LIB" --socket "$SOCK" --out "$OUT/overhead.json" --sets "$SETS" --rounds "$ROUNDS" \
+    --turn-seconds "$TURN_SECONDS" --variants "$VARIANTS" \
     --cpus "$CPUS_ARG" --budget "$left" >> "$LOG" 2>&1 || log "turns exited $? (kernels.log)"
 else
   log "no time left for the turn-taking benchmark (${left}s)"
