@@ -40,7 +40,7 @@ MEMCPY_CHECK=${MEMCPY_CHECK:-1}
 SETS=${SETS:-2}
 ROUNDS=${ROUNDS:-30}
 TURN_SECONDS=${TURN_SECONDS:-0.25}
-VARIANTS=${VARIANTS:-base,lib,lib_kernels,lib_never,lib_always,prof}
+VARIANTS=${VARIANTS:-base,lib,lib_attached,lib_never,lib_always,prof}
 BUDGET_S=${BUDGET_S:-540}
 AB_DUTY=${AB_DUTY:-500/1000}
 AB_SECONDS=${AB_SECONDS:-0}
@@ -160,6 +160,11 @@ if [[ "$VALIDATE" == 1 ]]; then
   rc=$?
   grep -m3 '^poolprof-inject:' "$LOG" >&2 && log "the library stepped aside (see above)"
   (( rc == 0 )) || log "validate exited $rc (kernels.log); going on"
+  log "validate: the training loop again under the library's defaults (sampled, scaled up)"
+  timeout 150 env "${inject_env[@]}" POOLPROF_WORKLOAD=h100-sampled PYTHONUNBUFFERED=1 \
+    python3 "$WORKLOADS" validate --sampled --train-iterations 1000 --metrics-url "$URL" \
+    --workload h100-sampled --out "$OUT/validate-sampled.json" >> "$LOG" 2>&1 \
+    || log "sampled validate exited $? (kernels.log); going on"
 fi
 if [[ "$MEMCPY_CHECK" == 1 ]]; then
   log "memcpy: known host-to-device copies under the library's defaults"

@@ -29,7 +29,7 @@ Steps (a few ms each on an H100):
   tiny   500 tiny element-wise kernels (~4 ms).
 
 Subcommands: `ab` runs the measurement (writes JSON), `summary` prints markdown tables
-from a results folder (validate.json, memcpy.json, ab.json).
+from a results folder (validate.json, validate-sampled.json, memcpy.json, ab.json).
 """
 
 import argparse
@@ -264,6 +264,15 @@ def summary(folder):
         g = v["comparisons"][0]["ratio"] if v.get("comparisons") else None
         out(f"\nGEMM loop within 5%: {'yes' if g is not None and abs(g - 1) <= 0.05 else 'NO'} "
             "(the training loop's events also count the gaps between kernels).\n")
+    sv = load("validate-sampled.json")
+    every = [r for r in (v or {}).get("comparisons", []) if r["loop"].startswith("train")]
+    if sv and every and sv.get("comparisons"):
+        s_row, e_row = sv["comparisons"][0], every[0]
+        per = lambda r, k: r[k] / r["iterations"]  # noqa: E731
+        out(f"Training loop under the defaults (duty {sv['duty']}, scaled up) / every launch, per step: "
+            f"kernel time {per(s_row, 'exporter_kernel_seconds') / per(e_row, 'exporter_kernel_seconds'):.3f}, "
+            f"launches {per(s_row, 'exporter_launches') / per(e_row, 'exporter_launches'):.3f} "
+            "(1 = the sample is unbiased).\n")
     m = load("memcpy.json")
     if m:
         out(f"## Memcpy bytes under the library's settings (duty {m['duty']}, memcpy {m['memcpy']}; "

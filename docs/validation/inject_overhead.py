@@ -15,6 +15,7 @@ Variants (each its own process, its main thread pinned to the same CPU, other th
 to a second core; the exporter runs elsewhere):
   base        no library, no profiler;
   lib         the library with its defaults (CUDA_INJECTION64_PATH only);
+  lib_attached the defaults, but CUPTI stays attached while off (POOLPROF_INJECT_DETACH=off);
   lib_kernels the defaults without memcpy and memset records (POOLPROF_INJECT_MEMCPY=off);
   lib_never   loaded, CUPTI started, no record kind ever enabled (POOLPROF_INJECT_DUTY=0/1000);
   lib_always  the library tracing every launch (POOLPROF_INJECT_DUTY=always);
@@ -47,11 +48,11 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-VARIANTS = ["base", "lib", "lib_kernels", "lib_never", "lib_always", "prof"]
-LIB_ENV = {"lib": {}, "lib_kernels": {"POOLPROF_INJECT_MEMCPY": "off"},
+VARIANTS = ["base", "lib", "lib_attached", "lib_kernels", "lib_never", "lib_always", "prof"]
+LIB_ENV = {"lib": {}, "lib_attached": {"POOLPROF_INJECT_DETACH": "off"}, "lib_kernels": {"POOLPROF_INJECT_MEMCPY": "off"},
            "lib_never": {"POOLPROF_INJECT_DUTY": "0/1000"}, "lib_always": {"POOLPROF_INJECT_DUTY": "always"}}
 TARGETS = {"train": 1.0, "infer": 3.0, "tiny": 3.0}  # issue 4: overhead in %, library defaults
-FAKE_COST = {"base": 1.0, "lib": 1.003, "lib_kernels": 1.002, "lib_never": 1.0, "lib_always": 1.05, "prof": 1.3}
+FAKE_COST = {"base": 1.0, "lib": 1.003, "lib_attached": 1.1, "lib_kernels": 1.002, "lib_never": 1.0, "lib_always": 1.05, "prof": 1.3}
 
 
 # --- worker ---------------------------------------------------------------------------
@@ -155,7 +156,8 @@ def worker(args):
 class Worker:
     def __init__(self, variant, args, set_index):
         env = dict(os.environ)
-        for key in ("CUDA_INJECTION64_PATH", "POOLPROF_INJECT_DUTY", "POOLPROF_INJECT_MEMCPY"):
+        for key in ("CUDA_INJECTION64_PATH", "POOLPROF_INJECT_DUTY", "POOLPROF_INJECT_MEMCPY",
+                    "POOLPROF_INJECT_DETACH"):
             env.pop(key, None)
         if variant in LIB_ENV:
             env["CUDA_INJECTION64_PATH"] = args.lib

@@ -7,6 +7,7 @@
 //! | `POOLPROF_INJECT_INTERVAL_MS` | `1000` | milliseconds between reports (100–60000) |
 //! | `POOLPROF_INJECT_DUTY` | `50/1000` | tracing duty cycle of every record kind: `always`, `never` (`0/PERIOD_MS`) or `TRACE_MS/PERIOD_MS` |
 //! | `POOLPROF_INJECT_MEMCPY` | `on` | memcpy and memset bytes too, sampled by the same duty cycle; `off` leaves them out |
+//! | `POOLPROF_INJECT_DETACH` | `on` | detach CUPTI (`cuptiFinalize`) during the off part of a duty cycle; `off` only disables the records |
 //! | `POOLPROF_INJECT_BUFFER_KB` | `2048` | size of one CUPTI activity buffer (64–65536) |
 //! | `POOLPROF_INJECT_BUFFERS` | `8` | activity buffers in the pool (2–64); when all are busy CUPTI drops records |
 //! | `POOLPROF_INJECT_MAX_KERNELS` | `2048` | distinct kernels kept per interval (16–65536); the rest are folded |
@@ -44,6 +45,9 @@ pub struct Config {
     /// follow the duty cycle with the kernels, so CUPTI leaves the launch path during
     /// the off part, and their bytes are scaled up like the kernel counts.
     pub trace_memory: bool,
+    /// Whether CUPTI is detached while a duty cycle is off: disabled records alone
+    /// leave CUPTI on the launch path (see `detach`).
+    pub detach: bool,
     /// Bytes in one activity buffer.
     pub buffer_bytes: usize,
     /// Number of activity buffers.
@@ -62,6 +66,7 @@ impl Default for Config {
             interval: Duration::from_millis(1000),
             duty: Some(DEFAULT_DUTY),
             trace_memory: true,
+            detach: true,
             buffer_bytes: 2048 * 1024,
             buffers: 8,
             max_kernels: 2048,
@@ -111,6 +116,10 @@ impl Config {
             },
             trace_memory: match get("POOLPROF_INJECT_MEMCPY") {
                 None => d.trace_memory,
+                Some((var, v)) => parse_switch(var, &v)?,
+            },
+            detach: match get("POOLPROF_INJECT_DETACH") {
+                None => d.detach,
                 Some((var, v)) => parse_switch(var, &v)?,
             },
             buffer_bytes: match get("POOLPROF_INJECT_BUFFER_KB") {
@@ -212,6 +221,7 @@ mod tests {
             ("POOLPROF_INJECT_INTERVAL_MS", "250"),
             ("POOLPROF_INJECT_DUTY", "100/1000"),
             ("POOLPROF_INJECT_MEMCPY", "on"),
+            ("POOLPROF_INJECT_DETACH", "off"),
             ("POOLPROF_INJECT_BUFFER_KB", "512"),
             ("POOLPROF_INJECT_BUFFERS", "4"),
             ("POOLPROF_INJECT_MAX_KERNELS", "64"),
@@ -228,6 +238,7 @@ mod tests {
             })
         );
         assert!(c.trace_memory);
+        assert!(!c.detach);
         assert_eq!(c.buffer_bytes, 512 * 1024);
         assert_eq!(c.buffers, 4);
         assert_eq!(c.max_kernels, 64);
@@ -258,6 +269,7 @@ mod tests {
             ("POOLPROF_INJECT_DUTY", "half"),
             ("POOLPROF_INJECT_BUFFERS", "65"),
             ("POOLPROF_INJECT_MEMCPY", "sometimes"),
+            ("POOLPROF_INJECT_DETACH", "later"),
             ("POOLPROF_INJECT_MAX_KERNELS", "-1"),
         ] {
             let err = config(&[(var, value)]).unwrap_err();
@@ -278,6 +290,7 @@ mod tests {
             })
         );
         assert!(c.trace_memory, "memcpy and memset are on by default");
+        assert!(c.detach, "CUPTI is detached while off by default");
         let c = config(&[
             ("POOLPROF_INJECT_DUTY", "always"),
             ("POOLPROF_INJECT_MEMCPY", "OFF"),

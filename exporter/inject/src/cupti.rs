@@ -10,9 +10,10 @@ use crate::aggregate::Aggregator;
 use crate::batch::Batch;
 use crate::buffers::BufferPool;
 use crate::config::Config;
+use crate::detach;
 use crate::records::{self, parse, Record, KIND_CONCURRENT_KERNEL, KIND_KERNEL};
 use crate::sender::Source;
-use crate::tracing_state::{run_duty_cycle, TRACING};
+use crate::tracing_state::{run_duty_cycle, EachKind, Switch, TRACING};
 use crate::wire::DutyCycle;
 use cudarc::cupti::result::{activity, CuptiError};
 use cudarc::cupti::sys::{
@@ -23,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const KERNEL: CUpti_ActivityKind = CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 const MEMORY_KINDS: [CUpti_ActivityKind; 2] = [
@@ -309,7 +310,7 @@ impl Source for CuptiSource {
         } else {
             0
         };
-        let _ = activity::flush_all(flag);
+        let _ = detach::with_attached(|| activity::flush_all(flag));
     }
 
     fn take(&self) -> Aggregator {
@@ -374,11 +375,95 @@ impl DutyThread {
     }
 }
 
-/// Starts the thread that enables `kinds` (kernels, memcpy, memset) for `trace_ms` of
-/// every `period_ms`, all together, and keeps [`TRACING`] in step; `None` when every
-/// record is traced. When the thread cannot start, every record stays traced and the
-/// reports say so (ratio 1), so nothing is scaled up by mistake.
-pub fn spawn_duty_cycle(duty: DutyCycle, kinds: &[CUpti_ActivityKind]) -> Option<DutyThread> {
+/// How long the duty thread waits for the application to finalize CUPTI at its next
+/// driver API call; an idle application leaves it pending until the next on phase.
+const DETACH_WAIT: Duration = Duration::from_millis(100);
+
+/// The records of a duty cycle: `kinds` go on and off together; with `detach`, CUPTI
+/// is finalized while off and attached again before records go on. It measures how
+/// long records were really on (attaching takes time out of the on phase) and
+/// publishes that share as the sampling ratio, so scaling stays unbiased.
+struct CuptiSwitch {
+    kinds: Vec<CUpti_ActivityKind>,
+    detach: bool,
+    started: Instant,
+    on_since: Option<Instant>,
+    traced: Duration,
+}
+
+impl CuptiSwitch {
+    fn publish_ratio(&self) {
+        let elapsed = self.started.elapsed().as_nanos().max(1);
+        let ppm = (self.traced.as_nanos() * 1_000_000 / elapsed).clamp(1, 1_000_000) as u32;
+        if let Some(shared) = SHARED.get() {
+            shared.duty_ppm.store(ppm, Ordering::Relaxed);
+        }
+    }
+
+    fn each_kind(&self) -> EachKind<'_, CUpti_ActivityKind, KindCall, KindCall> {
+        EachKind {
+            kinds: &self.kinds,
+            enable: |kind| activity::enable(kind).is_ok(),
+            disable: |kind| activity::disable(kind).is_ok(),
+        }
+    }
+}
+
+impl Switch for CuptiSwitch {
+    fn off(&mut self) {
+        if let Some(since) = self.on_since.take() {
+            self.traced += since.elapsed();
+        }
+        self.publish_ratio();
+        let _ = detach::with_attached(|| self.each_kind().off());
+        if !self.detach {
+            return;
+        }
+        let forced = CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED as u32;
+        let _ = detach::with_attached(|| activity::flush_all(forced));
+        // Subscribing fails when another CUPTI client (a profiler) is present: CUPTI
+        // must not be finalized under it, so records are only disabled from then on.
+        if detach::detach(DETACH_WAIT).is_err() {
+            self.detach = false;
+        }
+    }
+
+    fn on(&mut self) -> bool {
+        if !detach::attach(reattach) {
+            return false;
+        }
+        let all_on = detach::with_attached(|| self.each_kind().on()).unwrap_or(false);
+        if all_on {
+            self.on_since = Some(Instant::now());
+        }
+        all_on
+    }
+}
+
+/// Enables or disables one activity kind; whether CUPTI accepted.
+type KindCall = fn(CUpti_ActivityKind) -> bool;
+
+/// Registers the buffer callbacks with a freshly attached CUPTI, and promises zeroed
+/// buffers again when the first start did (never otherwise: the pool would not zero).
+fn reattach() -> bool {
+    let registered =
+        activity::register_callbacks(Some(buffer_requested), Some(buffer_completed)).is_ok();
+    if registered && SHARED.get().is_some_and(|s| s.zeroed_buffers) {
+        let _ = promise_zeroed_buffers();
+    }
+    registered
+}
+
+/// Starts the thread that turns `kinds` (kernels, memcpy, memset) on for `trace_ms` of
+/// every `period_ms`, all together, detaching CUPTI in between when `detach` is set
+/// (and this CUPTI can), and keeps [`TRACING`] in step; `None` when every record is
+/// traced. When the thread cannot start, every record stays traced and the reports
+/// say so (ratio 1), so nothing is scaled up by mistake.
+pub fn spawn_duty_cycle(
+    duty: DutyCycle,
+    kinds: &[CUpti_ActivityKind],
+    detach: bool,
+) -> Option<DutyThread> {
     let DutyCycle::Sampled {
         trace_ms,
         period_ms,
@@ -386,23 +471,20 @@ pub fn spawn_duty_cycle(duty: DutyCycle, kinds: &[CUpti_ActivityKind]) -> Option
     else {
         return None;
     };
-    let kinds = kinds.to_vec();
+    let started = Instant::now();
+    let mut switch = CuptiSwitch {
+        kinds: kinds.to_vec(),
+        detach: detach && has_symbols(&detach::SYMBOLS),
+        started,
+        on_since: Some(started),
+        traced: Duration::ZERO,
+    };
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let on = Duration::from_millis(u64::from(trace_ms));
     let off = Duration::from_millis(u64::from(period_ms - trace_ms));
     let thread = std::thread::Builder::new()
         .name("poolprof-duty".into())
-        .spawn(move || {
-            run_duty_cycle(
-                on,
-                off,
-                &rx,
-                &TRACING,
-                &kinds,
-                |kind| activity::enable(kind).is_ok(),
-                |kind| activity::disable(kind).is_ok(),
-            )
-        });
+        .spawn(move || run_duty_cycle(on, off, &rx, &TRACING, &mut switch));
     match thread {
         Ok(thread) => Some(DutyThread { stop: tx, thread }),
         Err(_) => {
@@ -414,6 +496,14 @@ pub fn spawn_duty_cycle(duty: DutyCycle, kinds: &[CUpti_ActivityKind]) -> Option
             None
         }
     }
+}
+
+/// Whether the loaded CUPTI has every symbol in `names`.
+fn has_symbols(names: &[&str]) -> bool {
+    names.iter().all(|name| {
+        // SAFETY: start() checked the library is loaded; only the address is read.
+        unsafe { cupti_sys::culib().get::<*const ()>(name.as_bytes()) }.is_ok()
+    })
 }
 
 #[cfg(test)]

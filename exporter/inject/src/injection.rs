@@ -70,7 +70,7 @@ fn initialize() -> Result<(), String> {
     });
     let duty = config
         .duty
-        .and_then(|duty| cupti::spawn_duty_cycle(duty, &kinds));
+        .and_then(|duty| cupti::spawn_duty_cycle(duty, &kinds, config.detach));
     *RUNNING.lock().unwrap_or_else(|p| p.into_inner()) = Some((handle, duty));
     OWNER_PID.store(std::process::id(), Ordering::Relaxed);
     // SAFETY: registering a plain extern "C" function; failure only loses the exit flush.

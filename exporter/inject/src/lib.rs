@@ -5,7 +5,8 @@
 //! CUPTI delivers activity buffers ([`buffers`], [`cupti`]), their records
 //! ([`records`]) are summed per buffer ([`batch`]) and aggregated ([`aggregate`]) and a background thread ships the
 //! aggregates to the exporter's socket ([`sender`]), configured by environment
-//! variables ([`config`]). [`injection`] is the entry point CUDA calls;
+//! variables ([`config`]). Between samples CUPTI leaves the process ([`detach`]).
+//! [`injection`] is the entry point CUDA calls;
 //! [`tracing_state`] tells the application whether records are being collected.
 
 pub mod aggregate;
@@ -13,6 +14,7 @@ pub mod batch;
 pub mod buffers;
 pub mod config;
 pub mod cupti;
+pub mod detach;
 pub mod injection;
 pub mod records;
 pub mod sender;

@@ -67,38 +67,62 @@ pub extern "C" fn poolprof_inject_tracing() -> c_int {
     TRACING.get() as c_int
 }
 
+/// What a duty cycle turns on and off: every record kind at once, so every kind is
+/// sampled over the same time and one ratio scales them all.
+pub trait Switch {
+    /// Turns records on; whether every kind is on now.
+    fn on(&mut self) -> bool;
+    /// Turns records off. A kind that fails to go off stays on: the flag still says
+    /// Off, which is safe for a caller that treats "not 1" as "not known to be traced".
+    fn off(&mut self);
+}
+
+/// A [`Switch`] over kinds toggled one by one: `enable` and `disable` act on one kind
+/// and return whether the call succeeded. Every kind is tried even after a failure,
+/// so none stays off by accident.
+pub struct EachKind<'a, K, E, D> {
+    /// The kinds, toggled in this order.
+    pub kinds: &'a [K],
+    /// Enables one kind.
+    pub enable: E,
+    /// Disables one kind.
+    pub disable: D,
+}
+
+impl<K: Copy, E: FnMut(K) -> bool, D: FnMut(K) -> bool> Switch for EachKind<'_, K, E, D> {
+    fn on(&mut self) -> bool {
+        let mut all_on = true;
+        for kind in self.kinds {
+            all_on &= (self.enable)(*kind);
+        }
+        all_on
+    }
+
+    fn off(&mut self) {
+        for kind in self.kinds {
+            let _ = (self.disable)(*kind);
+        }
+    }
+}
+
 /// Runs a duty cycle until `stop` receives a message or its sender is dropped:
-/// `on` with every kind in `kinds` enabled, then `off` with all of them disabled, and
-/// so on, keeping `flag` in step. The kinds go on and off together, so every record
-/// kind is sampled over the same time and one ratio scales them all. They are assumed
-/// enabled on entry and are left enabled on return (so the final flush is whole).
-/// `enable` and `disable` act on one kind and return whether the call succeeded; the
-/// flag claims On only when every kind was enabled.
-pub fn run_duty_cycle<K: Copy>(
+/// `on` with records on, then `off` with them off, and so on, keeping `flag` in step.
+/// Records are assumed on at entry and are left on at return (so the final flush is
+/// whole); the flag claims On only when the switch says every kind is on.
+pub fn run_duty_cycle(
     on: Duration,
     off: Duration,
     stop: &Receiver<()>,
     flag: &TracingFlag,
-    kinds: &[K],
-    mut enable: impl FnMut(K) -> bool,
-    mut disable: impl FnMut(K) -> bool,
+    switch: &mut impl Switch,
 ) {
     let keep_going = |wait| matches!(stop.recv_timeout(wait), Err(RecvTimeoutError::Timeout));
     flag.set(Tracing::On);
     while keep_going(on) {
         flag.set(Tracing::Off);
-        // A failed disable leaves that kind on: claiming Off is still safe for a
-        // caller that treats "not 1" as "not known to be traced".
-        for kind in kinds {
-            let _ = disable(*kind);
-        }
+        switch.off();
         let again = keep_going(off);
-        // Every kind is tried even after a failure, so none stays off by accident.
-        let mut all_on = true;
-        for kind in kinds {
-            all_on &= enable(*kind);
-        }
-        if all_on {
+        if switch.on() {
             flag.set(Tracing::On);
         }
         if !again {
@@ -169,13 +193,9 @@ mod tests {
         let worker = std::thread::spawn(move || {
             let (k1, k2) = (k.clone(), k.clone());
             let f2 = f.clone();
-            run_duty_cycle(
-                Duration::from_millis(30),
-                Duration::from_millis(30),
-                &rx,
-                &f,
-                &KINDS,
-                move |kind| {
+            let mut switch = EachKind {
+                kinds: &KINDS,
+                enable: move |kind: usize| {
                     k1.calls.lock().unwrap().push((kind, true));
                     let ok = failing != Some(kind);
                     if ok {
@@ -183,12 +203,19 @@ mod tests {
                     }
                     ok
                 },
-                move |kind| {
+                disable: move |kind: usize| {
                     assert_ne!(f2.get(), Tracing::On, "flag still On while disabling");
                     k2.calls.lock().unwrap().push((kind, false));
                     k2.enabled[kind].store(false, Ordering::SeqCst);
                     true
                 },
+            };
+            run_duty_cycle(
+                Duration::from_millis(30),
+                Duration::from_millis(30),
+                &rx,
+                &f,
+                &mut switch,
             )
         });
         let mut seen = Vec::new();
