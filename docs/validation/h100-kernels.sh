@@ -26,7 +26,9 @@
 # skipped), SETS (2), ROUNDS (rounds per program and set, default 30), TURN_SECONDS
 # (0.25), VARIANTS (inject_overhead.py's, default all six), BUDGET_S (the
 # turn-taking benchmark starts no set that would end after this many seconds of the
-# run; default 540), EXPORTER, INJECT_LIB (default the target/release files), PIN
+# run; default 540; 60 or less skips it), SAMPLED_ITERATIONS (training steps of the
+# sampled accuracy check, default 1000), MEMCPY_SECONDS (10), DUTY_UNDER_TEST (the
+# POOLPROF_INJECT_DUTY of those two checks; default the library's), EXPORTER, INJECT_LIB (default the target/release files), PIN
 # (default 1; 0 = no CPU pinning). Results: kernels.log, exporter.log, validate.json,
 # memcpy.json, ab.json, overhead.json (+ one log per benchmarked process),
 # kernel-metrics.prom, summary.md.
@@ -37,6 +39,9 @@ START=$SECONDS
 OUT=${OUT:-$(mktemp -d -t poolprof-kernels.XXXXXX)}
 VALIDATE=${VALIDATE:-1}
 MEMCPY_CHECK=${MEMCPY_CHECK:-1}
+SAMPLED_ITERATIONS=${SAMPLED_ITERATIONS:-1000}
+MEMCPY_SECONDS=${MEMCPY_SECONDS:-10}
+DUTY_UNDER_TEST=${DUTY_UNDER_TEST:-}
 SETS=${SETS:-2}
 ROUNDS=${ROUNDS:-30}
 TURN_SECONDS=${TURN_SECONDS:-0.25}
@@ -64,6 +69,11 @@ die() { log "FAILED: $*"; exit 1; }
 [[ "$ROUNDS" =~ ^[0-9]+$ ]] && (( ROUNDS >= 1 && ROUNDS <= 100 )) || die "ROUNDS=$ROUNDS is not a number from 1 to 100"
 [[ "$BUDGET_S" =~ ^[0-9]+$ ]] || die "BUDGET_S=$BUDGET_S is not a number of seconds"
 [[ "$VALIDATE$MEMCPY_CHECK" =~ ^[01][01]$ ]] || die "VALIDATE and MEMCPY_CHECK are 0 or 1"
+[[ "$SAMPLED_ITERATIONS" =~ ^[0-9]+$ ]] && (( SAMPLED_ITERATIONS >= 10 && SAMPLED_ITERATIONS <= 100000 )) \
+  || die "SAMPLED_ITERATIONS=$SAMPLED_ITERATIONS is not a number from 10 to 100000"
+[[ "$MEMCPY_SECONDS" =~ ^[0-9]+$ ]] && (( MEMCPY_SECONDS >= 1 && MEMCPY_SECONDS <= 120 )) \
+  || die "MEMCPY_SECONDS=$MEMCPY_SECONDS is not a number from 1 to 120"
+[[ -z "$DUTY_UNDER_TEST" || "$DUTY_UNDER_TEST" =~ ^[0-9]+/[0-9]+$ ]] || die "DUTY_UNDER_TEST=$DUTY_UNDER_TEST is not TRACE_MS/PERIOD_MS"
 [[ "$AB_DUTY" =~ ^[0-9]+/[0-9]+$ ]] || die "AB_DUTY=$AB_DUTY is not TRACE_MS/PERIOD_MS"
 [[ "$AB_SECONDS" =~ ^[0-9]+$ ]] && (( AB_SECONDS == 0 || (AB_SECONDS >= 5 && AB_SECONDS <= 120) )) \
   || die "AB_SECONDS=$AB_SECONDS is 0 (skip) or a number from 5 to 120"
@@ -138,6 +148,8 @@ fi
 log "exporter pid $EXPORTER_PID on $URL, kernel socket $SOCK"
 
 inject_env=(CUDA_INJECTION64_PATH="$LIB" POOLPROF_INJECT_SOCKET="$SOCK")
+sampled_env=("${inject_env[@]}")
+[[ -n "$DUTY_UNDER_TEST" ]] && sampled_env+=(POOLPROF_INJECT_DUTY="$DUTY_UNDER_TEST")
 every_launch=(POOLPROF_INJECT_DUTY=always POOLPROF_INJECT_MEMCPY=on)
 
 summarize() {
@@ -161,15 +173,15 @@ if [[ "$VALIDATE" == 1 ]]; then
   grep -m3 '^poolprof-inject:' "$LOG" >&2 && log "the library stepped aside (see above)"
   (( rc == 0 )) || log "validate exited $rc (kernels.log); going on"
   log "validate: the training loop again under the library's defaults (sampled, scaled up)"
-  timeout 150 env "${inject_env[@]}" POOLPROF_WORKLOAD=h100-sampled PYTHONUNBUFFERED=1 \
-    python3 "$WORKLOADS" validate --sampled --train-iterations 1000 --metrics-url "$URL" \
+  timeout $(( 60 + SAMPLED_ITERATIONS / 10 )) env "${sampled_env[@]}" POOLPROF_WORKLOAD=h100-sampled PYTHONUNBUFFERED=1 \
+    python3 "$WORKLOADS" validate --sampled --train-iterations "$SAMPLED_ITERATIONS" --metrics-url "$URL" \
     --workload h100-sampled --out "$OUT/validate-sampled.json" >> "$LOG" 2>&1 \
     || log "sampled validate exited $? (kernels.log); going on"
 fi
 if [[ "$MEMCPY_CHECK" == 1 ]]; then
   log "memcpy: known host-to-device copies under the library's defaults"
-  timeout 90 env "${inject_env[@]}" POOLPROF_WORKLOAD=h100-memcpy PYTHONUNBUFFERED=1 \
-    python3 "$WORKLOADS" memcpy --metrics-url "$URL" --workload h100-memcpy \
+  timeout $(( 80 + MEMCPY_SECONDS )) env "${sampled_env[@]}" POOLPROF_WORKLOAD=h100-memcpy PYTHONUNBUFFERED=1 \
+    python3 "$WORKLOADS" memcpy --seconds "$MEMCPY_SECONDS" --metrics-url "$URL" --workload h100-memcpy \
     --out "$OUT/memcpy.json" >> "$LOG" 2>&1 || log "memcpy check exited $? (kernels.log); going on"
 fi
 summarize

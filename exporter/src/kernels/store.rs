@@ -484,7 +484,7 @@ mod tests {
         };
         report.devices[0].memset_bytes = 64;
         store.apply(exact, &report);
-        // Ratio 0.05: the default duty cycle, 50 ms of every second.
+        // Ratio 0.05: the default duty cycle, 200 ms of every 4 s.
         report.kernel_duty_ppm = 50_000;
         store.apply(sampled, &report);
         let set = metrics(&store);
