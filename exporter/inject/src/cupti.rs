@@ -381,8 +381,9 @@ const DETACH_WAIT: Duration = Duration::from_millis(100);
 
 /// The records of a duty cycle: `kinds` go on and off together; with `detach`, CUPTI
 /// is finalized while off and attached again before records go on. It measures how
-/// long records were really on (attaching takes time out of the on phase) and
-/// publishes that share as the sampling ratio, so scaling stays unbiased.
+/// long records were really on (attaching takes time out of the on phase, detaching
+/// makes the period longer) and, at the start of each period, publishes the share of
+/// the whole periods so far, so scaling stays unbiased.
 struct CuptiSwitch {
     kinds: Vec<CUpti_ActivityKind>,
     detach: bool,
@@ -392,6 +393,8 @@ struct CuptiSwitch {
 }
 
 impl CuptiSwitch {
+    /// Publishes the traced share of the time since the first period began; called
+    /// when a period begins, so only whole periods are counted.
     fn publish_ratio(&self) {
         let elapsed = self.started.elapsed().as_nanos().max(1);
         let ppm = (self.traced.as_nanos() * 1_000_000 / elapsed).clamp(1, 1_000_000) as u32;
@@ -414,7 +417,6 @@ impl Switch for CuptiSwitch {
         if let Some(since) = self.on_since.take() {
             self.traced += since.elapsed();
         }
-        self.publish_ratio();
         let _ = detach::with_attached(|| self.each_kind().off());
         if !self.detach {
             return;
@@ -429,6 +431,7 @@ impl Switch for CuptiSwitch {
     }
 
     fn on(&mut self) -> bool {
+        self.publish_ratio();
         if !detach::attach(reattach) {
             return false;
         }
