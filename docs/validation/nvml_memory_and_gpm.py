@@ -75,7 +75,11 @@ def memory_steps(flags):
         step("nvmlInit")
     grown = sorted(((rss - before.get(a, (0, 0))[1], size, a) for a, (size, rss) in anon_mappings().items()),
                    reverse=True)[:8]
-    h = n.nvmlDeviceGetHandleByIndex(0)
+    try:
+        h = n.nvmlDeviceGetHandleByIndex(0)
+    except n.NVMLError as e:
+        print(f"#### init flags {flags}: nvmlDeviceGetHandleByIndex refused: {e}")
+        return None, None
     n.nvmlDeviceGetUUID(h)
     step("device handle + UUID")
     n.nvmlDeviceGetUtilizationRates(h)
