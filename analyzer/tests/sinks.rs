@@ -2,8 +2,7 @@
 
 mod support;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use poolprof_e2e::promtool::check_metrics;
 use std::time::Duration;
 
 use poolprof_analyzer::config::Identity;
@@ -86,28 +85,6 @@ fn report() -> RunReport {
     }
 }
 
-fn promtool_check(text: &str) -> String {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool must be installed (tests/run.sh installs it)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
-
 #[test]
 fn results_use_the_design_names_and_pass_promtool() {
     let text = render(&report(), true).encode();
@@ -134,7 +111,7 @@ fn results_use_the_design_names_and_pass_promtool() {
         .lines()
         .any(|l| l.starts_with("poolprof_forecast_time_to_threshold_seconds{bound=\"upper\"")));
     assert_eq!(
-        promtool_check(&text),
+        check_metrics(&text).output,
         "",
         "promtool check metrics must print nothing"
     );
@@ -145,7 +122,7 @@ fn an_empty_run_still_reports_health_and_passes_promtool() {
     let text = render(&RunReport::default(), false).encode();
     assert!(text.contains("poolprof_analyzer_last_run_success 0"));
     assert!(!text.contains("poolprof_workload_period_seconds"));
-    assert_eq!(promtool_check(&text), "");
+    assert_eq!(check_metrics(&text).output, "");
 }
 
 #[test]

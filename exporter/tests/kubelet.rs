@@ -5,6 +5,7 @@
 mod fake_kubelet;
 
 use fake_kubelet::{pod, pods, FakeKubelet, Mode};
+use poolprof_e2e::promtool::check_metrics;
 use poolprof_exporter::kubelet::proto::ListPodResourcesResponse;
 use poolprof_exporter::kubelet::{PodResourcesClient, PodResourcesError};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -252,28 +253,6 @@ fn success(metrics: &str, collector: &str) -> Option<String> {
         .map(|l| l.rsplit(' ').next().unwrap().to_string())
 }
 
-fn promtool_check(metrics: &str) -> String {
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool is installed (Debian package prometheus)");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(metrics.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    )
-}
-
 #[test]
 fn exporter_publishes_gpu_owners_and_survives_a_failing_kubelet() {
     let dir = tempfile::tempdir().unwrap();
@@ -321,7 +300,7 @@ fn exporter_publishes_gpu_owners_and_survives_a_failing_kubelet() {
     let metrics = exporter.wait_for("owners published", |m| owners(m) == all);
     assert_eq!(success(&metrics, "pods").as_deref(), Some("1"));
     assert_eq!(
-        promtool_check(&metrics),
+        check_metrics(&metrics).output,
         "",
         "promtool check metrics is silent"
     );
