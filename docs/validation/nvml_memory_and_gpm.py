@@ -98,10 +98,7 @@ def memory_steps(flags):
     step("one round of device queries")
     samples = None
     try:
-        samples = (n.nvmlGpmSampleAlloc(), n.nvmlGpmSampleAlloc())
-        n.nvmlGpmSampleGet(h, samples[0])
-        time.sleep(0.1)
-        n.nvmlGpmSampleGet(h, samples[1])
+        samples = two_gpm_samples(h)
         step("two GPM samples allocated and taken")
         gpm_get(samples, metric_ids()[:16])
         step("nvmlGpmMetricsGet (16 metrics)")
@@ -124,6 +121,15 @@ def memory_steps(flags):
     threads = [open(f"/proc/self/task/{t}/comm").read().strip() for t in os.listdir("/proc/self/task")]
     print(f"threads after init: {threads}")
     return h, samples
+
+
+def two_gpm_samples(h):
+    """Two GPM samples of device `h`, 0.1 s apart."""
+    samples = (n.nvmlGpmSampleAlloc(), n.nvmlGpmSampleAlloc())
+    n.nvmlGpmSampleGet(h, samples[0])
+    time.sleep(0.1)
+    n.nvmlGpmSampleGet(h, samples[1])
+    return samples
 
 
 def metric_ids():
@@ -191,10 +197,7 @@ def main():
     h = n.nvmlDeviceGetHandleByIndex(0)
     samples = None
     try:
-        samples = (n.nvmlGpmSampleAlloc(), n.nvmlGpmSampleAlloc())
-        n.nvmlGpmSampleGet(h, samples[0])
-        time.sleep(0.1)
-        n.nvmlGpmSampleGet(h, samples[1])
+        samples = two_gpm_samples(h)
     except n.NVMLError as e:
         print(f"GPM unavailable: {e}")
     print(f"device: {n.nvmlDeviceGetName(h)}, driver {n.nvmlSystemGetDriverVersion()}")
