@@ -1,8 +1,9 @@
 //! Which Kubernetes container holds each GPU, from the kubelet's pod-resources API:
 //! `poolprof_gpu_pod_info{uuid,namespace,pod,container}` (value 1). Several
 //! containers sharing one GPU (time-slicing, MPS) give one series each, which is how
-//! pooling shows. Join it onto any per-GPU series with
-//! `* on(uuid) group_left(namespace,pod,container) poolprof_gpu_pod_info`.
+//! pooling shows. Join per-GPU series onto it with
+//! `poolprof_gpu_pod_info * on(uuid) group_left(gpu) poolprof_gpu_utilization_ratio`
+//! (the other way round fails once two containers share a GPU; docs/kubernetes.md).
 //!
 //! The kubelet is asked at most every `--kubelet.pod-resources-interval`; between
 //! calls the last answer is published again. When a call fails nothing is published
