@@ -402,8 +402,7 @@ impl CuptiSwitch {
     /// Publishes the traced share of the time since the first period began; called
     /// when a period begins, so only whole periods are counted.
     fn publish_ratio(&self) {
-        let elapsed = self.started.elapsed().as_nanos().max(1);
-        let ppm = (self.traced.as_nanos() * 1_000_000 / elapsed).clamp(1, 1_000_000) as u32;
+        let ppm = share_ppm(self.traced, self.started.elapsed());
         if let Some(shared) = SHARED.get() {
             shared.duty_ppm.store(ppm, Ordering::Relaxed);
         }
@@ -448,6 +447,14 @@ impl Switch for CuptiSwitch {
         }
         all_on
     }
+}
+
+/// `traced` over `elapsed` in parts per million, at least 1 (the wire's smallest
+/// sample: never "nothing traced", which would scale counts by infinity) and at most
+/// every record.
+fn share_ppm(traced: Duration, elapsed: Duration) -> u32 {
+    let elapsed = elapsed.as_nanos().max(1);
+    (traced.as_nanos() * 1_000_000 / elapsed).clamp(1, 1_000_000) as u32
 }
 
 /// Enables or disables one activity kind; whether CUPTI accepted.
@@ -519,6 +526,19 @@ fn has_symbols(names: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_published_share_is_traced_over_elapsed_time_within_the_wire_bounds() {
+        let ms = Duration::from_millis;
+        assert_eq!(share_ppm(ms(200), ms(4000)), 50_000);
+        assert_eq!(share_ppm(ms(190), ms(4030)), 47_146);
+        assert_eq!(share_ppm(Duration::ZERO, ms(4000)), 1, "never zero");
+        assert_eq!(
+            share_ppm(ms(10), Duration::ZERO),
+            1_000_000,
+            "never above all"
+        );
+    }
 
     fn kinds_for(duty: &str, memcpy: &str) -> Vec<CUpti_ActivityKind> {
         let config = Config::from_lookup(|var| match var {
