@@ -12,7 +12,7 @@
 #  3. overhead WITHIN ONE PROCESS (AB_SECONDS > 0; inject_ab.py): with
 #     POOLPROF_INJECT_DUTY=AB_DUTY records are on half of every second; traced vs
 #     untraced steps give the per-step cost of tracing;
-#  4. overhead ACROSS PROCESSES THAT TAKE TURNS (inject_overhead.py): one process each
+#  4. overhead ACROSS PROCESSES THAT TAKE TURNS (bench/inject/overhead.py): one process each
 #     for the baseline, the library (defaults; without memcpy; never tracing; every
 #     launch) and torch.profiler; rounds of one short turn each, in rotating order;
 #     SETS sets of fresh processes, as many as fit in BUDGET_S.
@@ -24,7 +24,7 @@
 # Environment: OUT (results, default a new temporary folder), VALIDATE (1), MEMCPY_CHECK
 # (1), AB_DUTY (500/1000), AB_SECONDS (timed seconds per program in the A/B; default 0 =
 # skipped), SETS (2), ROUNDS (rounds per program and set, default 30), TURN_SECONDS
-# (0.25), VARIANTS (inject_overhead.py's, default all six), BUDGET_S (the
+# (0.25), VARIANTS (bench/inject/overhead.py's; default base,lib,lib_never,lib_always,prof), BUDGET_S (the
 # turn-taking benchmark starts no set that would end after this many seconds of the
 # run; default 540; 60 or less skips it), SAMPLED_ITERATIONS (training steps of the
 # sampled accuracy check, default 1000), MEMCPY_SECONDS (10), DUTY_UNDER_TEST (the
@@ -59,7 +59,7 @@ LOG="$OUT/kernels.log"
 : > "$LOG"
 WORKLOADS=${WORKLOADS:-docs/validation/kernels_workloads.py}
 AB=${AB:-docs/validation/inject_ab.py}
-OVERHEAD=${OVERHEAD:-docs/validation/inject_overhead.py}
+OVERHEAD=${OVERHEAD:-bench/inject/overhead.py}
 
 # GET a URL to stdout (curl may be missing on the GPU machine).
 fetch() { python3 -c 'import sys,urllib.request;sys.stdout.write(urllib.request.urlopen(sys.argv[1],timeout=5).read().decode())' "$1" 2>/dev/null; }

@@ -16,7 +16,7 @@ estimated as
         as often: twice per 1000 ms period)
 
 plus the cost of being loaded while off (CUPTI subscribed, no records), which only a
-comparison of processes can show (inject_overhead.py).
+comparison of processes can show (bench/inject/overhead.py).
 
 Every step ends with torch.cuda.synchronize(), so its time is that step's own work:
 for the launch-bound programs (infer, tiny) the GPU idles during the synchronisation's
@@ -304,7 +304,7 @@ def summary(folder):
                 f"{pct(a['switch_fraction'])} | **{pct(a['default_estimate'])}** |")
         out(f"\nEstimate = {frac:g} x (traced/untraced - 1) + switch cost (time lost in steps that straddle "
             "an on/off switch, per second of run; the default switches as often). Not included: the cost of "
-            "being loaded while off (inject_overhead.py measures it). Every step ends with torch.cuda.synchronize().\n")
+            "being loaded while off (bench/inject/overhead.py measures it). Every step ends with torch.cuda.synchronize().\n")
     return "\n".join(lines)
 
 

@@ -16,7 +16,7 @@ Subcommands:
   cpus      prints the CPU plan benchmarks pin processes to (see pick_cpus).
 
 The programs and the CPU placement are shared with the overhead benchmarks
-(inject_overhead.py across processes, inject_ab.py within one). Launch-bound loops run
+(bench/inject/overhead.py across processes, inject_ab.py within one). Launch-bound loops run
 at the speed of one CPU thread, so a benchmarked process has its main thread pinned to a
 core of the GPU's NUMA node whose hyperthread sibling stays idle, every other thread
 (driver, CUPTI, the library, torch) on a second core, and the exporter on the rest.

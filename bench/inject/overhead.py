@@ -31,10 +31,11 @@ a bootstrap 95% interval over rounds); the median of per-round ratios is shown t
 Programs: those of kernels_workloads.py (train, infer, tiny).
 
 Usage (the coordinator starts the workers itself):
-  inject_overhead.py run --lib PATH --socket PATH --out results.json [--sets 2]
+  bench/inject/overhead.py run --lib PATH --socket PATH --out results.json [--sets 2]
       [--rounds 8] [--turn-seconds 1.0] [--cpus MAIN:HELPERS] [--programs train,infer,tiny]
-  inject_overhead.py summary results.json      # markdown tables
-  inject_overhead.py run --fake ...             # no GPU: sleeps stand in for steps
+  bench/inject/overhead.py summary results.json      # markdown tables
+  bench/inject/overhead.py run --fake ...             # no GPU: sleeps stand in for steps
+On the H100, docs/validation/h100-kernels.sh starts the exporter and runs it.
 """
 
 import argparse
@@ -46,7 +47,8 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+# The programs and the CPU placement are shared with the H100 validation scripts.
+sys.path.insert(0, os.path.join(HERE, "..", "..", "docs", "validation"))
 
 VARIANTS = ["base", "lib", "lib_attached", "lib_kernels", "lib_never", "lib_always", "prof"]
 LIB_ENV = {"lib": {}, "lib_attached": {"POOLPROF_INJECT_DETACH": "off"}, "lib_kernels": {"POOLPROF_INJECT_MEMCPY": "off"},
