@@ -3,17 +3,16 @@
 //! runs it on a Kubernetes node.
 
 mod fake_kubelet;
+mod support;
 
 use fake_kubelet::{pod, pods, FakeKubelet, Mode};
 use poolprof_e2e::promtool::check_metrics;
 use poolprof_exporter::kubelet::proto::ListPodResourcesResponse;
 use poolprof_exporter::kubelet::{PodResourcesClient, PodResourcesError};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::process::Command;
 use std::time::{Duration, Instant};
+use support::{exporter, Running};
 
-const BIN: &str = env!("CARGO_BIN_EXE_poolprof-exporter");
 const GPU: &str = "nvidia.com/gpu";
 const SHARED: &str = "nvidia.com/gpu.shared";
 
@@ -107,114 +106,6 @@ fn client_refuses_an_answer_over_the_size_bound() {
     assert_eq!(*code, tonic::Code::OutOfRange, "{message}");
 }
 
-/// The exporter binary with a clean `POOLPROF_*` environment.
-fn exporter() -> Command {
-    let mut command = Command::new(BIN);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("POOLPROF_") {
-            command.env_remove(key);
-        }
-    }
-    command.stdin(Stdio::null());
-    command
-}
-
-/// A running exporter, its address and every line it logged; killed when dropped.
-struct Running {
-    child: Child,
-    addr: String,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Running {
-    fn start(extra: &[&str]) -> Self {
-        let mut child = exporter()
-            .args([
-                "--simulate",
-                "2",
-                "--web.listen-address",
-                "127.0.0.1:0",
-                "--collect-interval",
-                "200ms",
-                "--no-kernels",
-            ])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let (tx, rx) = mpsc::channel();
-        let lines = log.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(rest) = line.split("msg=listening address=").nth(1) {
-                    let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
-                }
-                lines.lock().unwrap().push(line);
-            }
-        });
-        let addr = rx
-            .recv_timeout(Duration::from_secs(20))
-            .unwrap_or_else(|_| panic!("no address logged: {:?}", log.lock().unwrap()));
-        Self { child, addr, log }
-    }
-
-    /// The body of `GET /metrics` (text format); `None` before the first collection.
-    fn metrics(&self) -> Option<String> {
-        let mut stream = std::net::TcpStream::connect(&self.addr).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        write!(
-            stream,
-            "GET /metrics HTTP/1.0\r\nHost: {}\r\n\r\n",
-            self.addr
-        )
-        .ok()?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).ok()?;
-        let (head, body) = response.split_once("\r\n\r\n")?;
-        head.contains(" 200 ").then(|| body.to_string())
-    }
-
-    /// Scrapes until `done` holds for the exposition, for at most 15 s.
-    fn wait_for(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        loop {
-            let metrics = self.metrics().unwrap_or_default();
-            if done(&metrics) {
-                return metrics;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{what} never happened; last exposition:\n{metrics}\nlog:\n{}",
-                self.log.lock().unwrap().join("\n")
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-
-    fn log_lines_with(&self, needle: &str) -> usize {
-        self.log
-            .lock()
-            .unwrap()
-            .iter()
-            .filter(|l| l.contains(needle))
-            .count()
-    }
-
-    fn log_text(&self) -> String {
-        self.log.lock().unwrap().join("\n")
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The series lines of `name` in a text exposition.
 fn series<'a>(metrics: &'a str, name: &str) -> Vec<&'a str> {
     metrics
@@ -259,6 +150,7 @@ fn exporter_publishes_gpu_owners_and_survives_a_failing_kubelet() {
     let socket = dir.path().join("kubelet.sock");
     let fake = FakeKubelet::start(&socket, pods(vec![]));
     let exporter = Running::start(&[
+        "--no-kernels",
         "--kubelet.pod-resources-interval",
         "1s",
         "--kubelet.pod-resources-socket",
@@ -346,12 +238,7 @@ fn exporter_publishes_gpu_owners_and_survives_a_failing_kubelet() {
         exporter.log_text()
     );
     let runner_warnings = exporter
-        .log
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|l| l.contains("msg=\"collector failed") && l.contains("collector=pods"))
-        .count();
+        .log_lines_where(|l| l.contains("msg=\"collector failed") && l.contains("collector=pods"));
     assert_eq!(runner_warnings, 1, "{}", exporter.log_text());
 
     fake.set(fleet(false));
@@ -393,6 +280,7 @@ fn without_a_kubelet_there_is_no_pods_collector() {
     let socket = dir.path().join("kubelet.sock");
     let fake = FakeKubelet::start(&socket, pods(vec![]));
     let exporter = Running::start(&[
+        "--no-kernels",
         "--no-kubelet",
         "--kubelet.pod-resources-socket",
         socket.to_str().unwrap(),
@@ -406,7 +294,7 @@ fn without_a_kubelet_there_is_no_pods_collector() {
         eprintln!("skipped the default-path half: this machine runs a kubelet");
         return;
     }
-    let exporter = Running::start(&[]);
+    let exporter = Running::start(&["--no-kernels"]);
     let metrics = exporter.wait_for("a collection", |m| success(m, "utilization").is_some());
     assert_eq!(success(&metrics, "pods"), None);
     let off = exporter.log_text();

@@ -1,24 +1,11 @@
 //! The exporter binary as an operator runs it: exit codes and messages for bad
 //! flags, busy ports, missing drivers and bad config, and a clean SIGTERM.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+mod support;
+
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
-
-const BIN: &str = env!("CARGO_BIN_EXE_poolprof-exporter");
-
-/// The binary with a clean `POOLPROF_*` environment, logging to stderr.
-fn exporter() -> Command {
-    let mut command = Command::new(BIN);
-    for (key, _) in std::env::vars() {
-        if key.starts_with("POOLPROF_") {
-            command.env_remove(key);
-        }
-    }
-    command.stdin(Stdio::null());
-    command
-}
+use support::{exporter, Running};
 
 /// Runs to completion, killing it if it runs past `limit`.
 fn run(command: &mut Command, limit: Duration) -> Output {
@@ -164,68 +151,24 @@ fn bad_web_config_exits_2_naming_file_and_field() {
     assert!(message.contains("missing.crt"), "{message}");
 }
 
-/// Starts the exporter on a free port and returns it with the bound address, read
-/// from its start-up log line.
-fn start_simulated(socket: &std::path::Path) -> (Child, String) {
-    let mut child = exporter()
-        .args([
-            "--simulate",
-            "2",
-            "--web.listen-address",
-            "127.0.0.1:0",
-            "--collect-interval",
-            "200ms",
-            "--kernels.socket-path",
-        ])
-        .arg(socket)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if let Some(rest) = line.split("msg=listening address=").nth(1) {
-                let _ = tx.send(rest.split_whitespace().next().unwrap_or("").to_string());
-            }
-        }
-    });
-    let addr = rx
-        .recv_timeout(Duration::from_secs(20))
-        .expect("the exporter logs its address");
-    (child, addr)
-}
-
-fn http_get(addr: &str, path: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    Some(response)
-}
-
 #[test]
 fn sigterm_stops_cleanly_with_exit_0() {
     let dir = tempfile::tempdir().unwrap();
     let socket = dir.path().join("inject.sock");
-    let (mut child, addr) = start_simulated(&socket);
+    let mut running = Running::start(&["--kernels.socket-path", socket.to_str().unwrap()]);
+    let addr = running.addr.clone();
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let ready = http_get(&addr, "/-/ready").is_some_and(|r| r.starts_with("HTTP/1.1 200"));
+        let ready = running
+            .get("/-/ready")
+            .is_some_and(|r| r.starts_with("HTTP/1.1 200"));
         if ready {
             break;
         }
         assert!(Instant::now() < deadline, "exporter never became ready");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let metrics = http_get(&addr, "/metrics").unwrap();
+    let metrics = running.get("/metrics").unwrap();
     assert!(
         metrics.contains("poolprof_exporter_build_info"),
         "{metrics}"
@@ -237,11 +180,11 @@ fn sigterm_stops_cleanly_with_exit_0() {
     assert!(socket.exists(), "kernel socket listening");
 
     // SAFETY: kill(2) on our own child's pid has no memory effects in this process.
-    let sent = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let sent = unsafe { libc::kill(running.child.id() as libc::pid_t, libc::SIGTERM) };
     assert_eq!(sent, 0, "SIGTERM sent");
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = running.child.try_wait().unwrap() {
             break status;
         }
         assert!(Instant::now() < deadline, "no exit within 10 s of SIGTERM");
