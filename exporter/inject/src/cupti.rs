@@ -14,7 +14,7 @@ use crate::detach;
 use crate::records::{self, parse, Record, KIND_CONCURRENT_KERNEL, KIND_KERNEL};
 use crate::sender::Source;
 use crate::tracing_state::{run_duty_cycle, EachKind, Switch, TRACING};
-use crate::wire::DutyCycle;
+use crate::wire::{share_ppm, DutyCycle};
 use cudarc::cupti::result::{activity, CuptiError};
 use cudarc::cupti::sys::{
     self as cupti_sys, CUptiResult, CUpti_Activity, CUpti_ActivityFlag, CUpti_ActivityKind,
@@ -402,7 +402,7 @@ impl CuptiSwitch {
     /// Publishes the traced share of the time since the first period began; called
     /// when a period begins, so only whole periods are counted.
     fn publish_ratio(&self) {
-        let ppm = share_ppm(self.traced, self.started.elapsed());
+        let ppm = share_ppm(self.traced.as_nanos(), self.started.elapsed().as_nanos());
         if let Some(shared) = SHARED.get() {
             shared.duty_ppm.store(ppm, Ordering::Relaxed);
         }
@@ -447,14 +447,6 @@ impl Switch for CuptiSwitch {
         }
         all_on
     }
-}
-
-/// `traced` over `elapsed` in parts per million, at least 1 (the wire's smallest
-/// sample: never "nothing traced", which would scale counts by infinity) and at most
-/// every record.
-fn share_ppm(traced: Duration, elapsed: Duration) -> u32 {
-    let elapsed = elapsed.as_nanos().max(1);
-    (traced.as_nanos() * 1_000_000 / elapsed).clamp(1, 1_000_000) as u32
 }
 
 /// Enables or disables one activity kind; whether CUPTI accepted.
@@ -529,15 +521,11 @@ mod tests {
 
     #[test]
     fn the_published_share_is_traced_over_elapsed_time_within_the_wire_bounds() {
-        let ms = Duration::from_millis;
+        let ms = |n: u64| Duration::from_millis(n).as_nanos();
         assert_eq!(share_ppm(ms(200), ms(4000)), 50_000);
         assert_eq!(share_ppm(ms(190), ms(4030)), 47_146);
-        assert_eq!(share_ppm(Duration::ZERO, ms(4000)), 1, "never zero");
-        assert_eq!(
-            share_ppm(ms(10), Duration::ZERO),
-            1_000_000,
-            "never above all"
-        );
+        assert_eq!(share_ppm(0, ms(4000)), 1, "never zero");
+        assert_eq!(share_ppm(ms(10), 0), 1_000_000, "never above all");
     }
 
     fn kinds_for(duty: &str, memcpy: &str) -> Vec<CUpti_ActivityKind> {

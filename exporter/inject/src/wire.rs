@@ -161,10 +161,16 @@ impl DutyCycle {
             DutyCycle::Sampled {
                 trace_ms,
                 period_ms,
-            } => ((u64::from(trace_ms) * u64::from(FULL_DUTY_PPM)) / u64::from(period_ms.max(1)))
-                .clamp(1, u64::from(FULL_DUTY_PPM)) as u32,
+            } => share_ppm(u128::from(trace_ms), u128::from(period_ms)),
         }
     }
+}
+
+/// `part` over `whole` in parts per million, at least 1 (a sampled process always
+/// says it traced something: a ratio of 0 would scale its counts by infinity) and at
+/// most [`FULL_DUTY_PPM`].
+pub fn share_ppm(part: u128, whole: u128) -> u32 {
+    (part * u128::from(FULL_DUTY_PPM) / whole.max(1)).clamp(1, u128::from(FULL_DUTY_PPM)) as u32
 }
 
 /// First message of a connection: who the process is and how it samples.
