@@ -24,8 +24,10 @@ pub const DEFAULT_SOCKET: &str = "/run/poolprof/inject.sock";
 /// of every 4 s. Tracing every launch costs about a microsecond of CPU per launch
 /// (CUPTI instruments each kernel), which launch-bound programs feel; sampling 5% of
 /// the time bounds that cost and the exporter scales the counts back up. Windows of
-/// 200 ms rather than 50 ms: each window loses a few milliseconds of records while
-/// CUPTI attaches again, which biased 50 ms windows low by about 12% on the H100.
+/// 200 ms every 4 s rather than 50 ms every second: the same share with a quarter of
+/// the attaches and detaches of CUPTI. The two were not told apart on the H100 (both
+/// cost as much as a library that never traces, within that machine's noise;
+/// docs/validation/kernels-h100.md, runs 8–12).
 pub const DEFAULT_DUTY: DutyCycle = DutyCycle::Sampled {
     trace_ms: 200,
     period_ms: 4000,
@@ -41,7 +43,7 @@ pub struct Config {
     /// Time between reports.
     pub interval: Duration,
     /// Tracing duty cycle of every record kind; `None` never enables any record
-    /// (CUPTI is still subscribed: the cost of being loaded, measured on its own).
+    /// (CUPTI is still started: the cost of being loaded, measured on its own).
     pub duty: Option<DutyCycle>,
     /// Whether memcpy and memset records are collected too (on by default). They
     /// follow the duty cycle with the kernels, so CUPTI leaves the launch path during
