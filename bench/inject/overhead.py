@@ -91,7 +91,7 @@ def worker(args):
     # (torch, CUDA) would corrupt it, so stdout becomes stderr.
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
-    from kernels_workloads import PROGRAMS, Placement, other_threads_cpu, proc_status
+    from kernels_workloads import PROGRAMS, Placement, other_threads_cpu, proc_status, warm_up
     placement = Placement(args.cpus)
     if args.fake:
         torch = FakeTorch
@@ -107,16 +107,10 @@ def worker(args):
         cmd = json.loads(line)
         op = cmd["op"]
         if op == "build":
-            step = fake_program(args.variant) if args.fake else PROGRAMS[cmd["program"]](torch)[0]
+            step = fake_program(args.variant) if args.fake else PROGRAMS[cmd["program"]](torch)
             reply(out, ok=True)
         elif op == "warm":
-            t0, n = time.perf_counter(), 0
-            while n < 3 or time.perf_counter() - t0 < cmd["seconds"]:
-                step()
-                n += 1
-                if n % 5 == 0:
-                    torch.cuda.synchronize()
-            torch.cuda.synchronize()
+            warm_up(torch, step, cmd["seconds"])
             t1 = time.perf_counter()
             for _ in range(3):
                 step()

@@ -50,13 +50,11 @@ TRACED, UNTRACED, STRADDLE = "traced", "untraced", "straddle"
 # --- steps ----------------------------------------------------------------------------
 
 def step_train(torch):
-    step, _ = build_train(torch)
-    return step
+    return build_train(torch)
 
 
 def step_infer(torch):
-    step, _ = build_infer(torch, new_tokens=4)
-    return step
+    return build_infer(torch, new_tokens=4)
 
 
 def step_tiny(torch):
