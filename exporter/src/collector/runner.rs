@@ -46,11 +46,15 @@ pub struct Collection {
     backend: Arc<dyn Backend>,
     slots: Vec<Slot>,
     system: Option<SystemInfo>,
-    collectors: Vec<Box<dyn Collector>>,
-    /// Per collector, whether it failed last time: a failure is logged as a warning
-    /// when it starts, not every interval it lasts.
-    failing: Vec<bool>,
+    collectors: Vec<Tracked>,
     was_up: Vec<Option<bool>>,
+}
+
+/// A collector and whether it failed last time: a failure is logged as a warning when
+/// it starts, not every interval it lasts.
+struct Tracked {
+    collector: Box<dyn Collector>,
+    failing: bool,
 }
 
 /// Outcome of one collection: the samples and whether it counts as a success.
@@ -79,7 +83,6 @@ impl Collection {
             slots,
             backend,
             collectors: Vec::new(),
-            failing: Vec::new(),
         };
         for collector in collectors {
             collection.add_collector(collector);
@@ -90,8 +93,10 @@ impl Collection {
     /// Appends a collector (main adds the kernel collector this way).
     pub fn add_collector(&mut self, mut collector: Box<dyn Collector>) {
         collector.attach(&self.backend);
-        self.collectors.push(collector);
-        self.failing.push(false);
+        self.collectors.push(Tracked {
+            collector,
+            failing: false,
+        });
     }
 
     /// Runs one collection and returns every sample, health series included.
@@ -139,8 +144,8 @@ impl Collection {
         }
         let gpus = self.up_gpus(&mut out);
         let mut succeeded = 0;
-        for (collector, failing) in self.collectors.iter_mut().zip(&mut self.failing) {
-            succeeded += usize::from(run_collector(collector.as_mut(), &gpus, &mut out, failing));
+        for tracked in &mut self.collectors {
+            succeeded += usize::from(run_collector(tracked, &gpus, &mut out));
         }
         out.info(
             "poolprof_exporter_build_info",
@@ -233,35 +238,27 @@ fn log_transition(position: usize, identity: Option<&Identity>, up: bool, first:
 }
 
 /// Runs one collector, contained: an error or a panic costs only its own series.
-/// `failing` is whether it failed last time, and is updated.
-fn run_collector(
-    collector: &mut dyn Collector,
-    gpus: &[Gpu],
-    out: &mut MetricSet,
-    failing: &mut bool,
-) -> bool {
+fn run_collector(tracked: &mut Tracked, gpus: &[Gpu], out: &mut MetricSet) -> bool {
+    let collector = tracked.collector.as_mut();
     let name = collector.name();
     let started = Instant::now();
     let mut part = MetricSet::new();
     let result = catch_unwind(AssertUnwindSafe(|| collector.collect(gpus, &mut part)));
     let elapsed = started.elapsed().as_secs_f64();
     let success = match result {
-        Ok(Ok(())) => {
-            if *failing {
-                tracing::info!(collector = name, "collector succeeds again");
+        Ok(outcome) => {
+            match (&outcome, tracked.failing) {
+                (Ok(()), true) => tracing::info!(collector = name, "collector succeeds again"),
+                (Ok(()), false) => {}
+                (Err(e), true) => {
+                    tracing::debug!(collector = name, error = %e, "collector still failing")
+                }
+                (Err(e), false) => {
+                    tracing::warn!(collector = name, error = %e, "collector failed; its other series are still served")
+                }
             }
             out.merge(part);
-            true
-        }
-        Ok(Err(e)) if *failing => {
-            tracing::debug!(collector = name, error = %e, "collector still failing");
-            out.merge(part);
-            false
-        }
-        Ok(Err(e)) => {
-            tracing::warn!(collector = name, error = %e, "collector failed; its other series are still served");
-            out.merge(part);
-            false
+            outcome.is_ok()
         }
         Err(panic) => {
             let message = panic
@@ -273,7 +270,7 @@ fn run_collector(
             false
         }
     };
-    *failing = !success;
+    tracked.failing = !success;
     let labels = [("collector", name)];
     out.gauge(
         "poolprof_exporter_collector_success",
