@@ -26,11 +26,13 @@
 # skipped), SETS (2), ROUNDS (rounds per program and set, default 30), TURN_SECONDS
 # (0.25), VARIANTS (bench/inject/overhead.py's; default base,lib,lib_never,lib_always,prof), BUDGET_S (the
 # turn-taking benchmark starts no set that would end after this many seconds of the
-# run; default 540; 60 or less skips it), SAMPLED_ITERATIONS (training steps of the
-# sampled accuracy check, default 1000), MEMCPY_SECONDS (10), DUTY_UNDER_TEST (the
+# run; default 540; 60 or less skips it), EVERY_STEPS (programs and steps traced at
+# every launch after the GEMM loop, default train=200,infer=20,tiny=200), SAMPLED_STEPS
+# (the same programs under the library's defaults, to compare per step with them; default
+# train=1000,infer=100,tiny=1000), MEMCPY_SECONDS (10), DUTY_UNDER_TEST (the
 # POOLPROF_INJECT_DUTY of those two checks; default the library's), EXPORTER, INJECT_LIB (default the target/release files), PIN
 # (default 1; 0 = no CPU pinning). Results: kernels.log, exporter.log, validate.json,
-# memcpy.json, ab.json, overhead.json (+ one log per benchmarked process),
+# validate-sampled-PROGRAM.json, memcpy.json, ab.json, overhead.json (+ one log per benchmarked process),
 # kernel-metrics.prom, summary.md.
 set -uo pipefail
 export PYTHONDONTWRITEBYTECODE=1
@@ -39,7 +41,8 @@ START=$SECONDS
 OUT=${OUT:-$(mktemp -d -t poolprof-kernels.XXXXXX)}
 VALIDATE=${VALIDATE:-1}
 MEMCPY_CHECK=${MEMCPY_CHECK:-1}
-SAMPLED_ITERATIONS=${SAMPLED_ITERATIONS:-1000}
+EVERY_STEPS=${EVERY_STEPS:-train=200,infer=20,tiny=200}
+SAMPLED_STEPS=${SAMPLED_STEPS:-train=1000,infer=100,tiny=1000}
 MEMCPY_SECONDS=${MEMCPY_SECONDS:-10}
 DUTY_UNDER_TEST=${DUTY_UNDER_TEST:-}
 SETS=${SETS:-2}
@@ -69,8 +72,12 @@ die() { log "FAILED: $*"; exit 1; }
 [[ "$ROUNDS" =~ ^[0-9]+$ ]] && (( ROUNDS >= 1 && ROUNDS <= 100 )) || die "ROUNDS=$ROUNDS is not a number from 1 to 100"
 [[ "$BUDGET_S" =~ ^[0-9]+$ ]] || die "BUDGET_S=$BUDGET_S is not a number of seconds"
 [[ "$VALIDATE$MEMCPY_CHECK" =~ ^[01][01]$ ]] || die "VALIDATE and MEMCPY_CHECK are 0 or 1"
-[[ "$SAMPLED_ITERATIONS" =~ ^[0-9]+$ ]] && (( SAMPLED_ITERATIONS >= 10 && SAMPLED_ITERATIONS <= 100000 )) \
-  || die "SAMPLED_ITERATIONS=$SAMPLED_ITERATIONS is not a number from 10 to 100000"
+steps_re='^((train|infer|tiny)=[0-9]{1,5})(,(train|infer|tiny)=[0-9]{1,5})*$'
+[[ "$EVERY_STEPS" =~ $steps_re ]] || die "EVERY_STEPS=$EVERY_STEPS is not PROGRAM=STEPS,... (train, infer, tiny)"
+[[ "$SAMPLED_STEPS" =~ $steps_re ]] || die "SAMPLED_STEPS=$SAMPLED_STEPS is not PROGRAM=STEPS,... (train, infer, tiny)"
+# Generous seconds for a list of steps (about 12, 140 and 9 ms a step on an H100).
+limit_for() { python3 -c 'import sys; ms={"train":30,"infer":300,"tiny":30}
+print(60 + sum(ms[k] * int(n) // 1000 + 10 for k, n in (i.split("=") for i in sys.argv[1].split(","))))' "$1"; }
 [[ "$MEMCPY_SECONDS" =~ ^[0-9]+$ ]] && (( MEMCPY_SECONDS >= 1 && MEMCPY_SECONDS <= 120 )) \
   || die "MEMCPY_SECONDS=$MEMCPY_SECONDS is not a number from 1 to 120"
 [[ -z "$DUTY_UNDER_TEST" || "$DUTY_UNDER_TEST" =~ ^[0-9]+/[0-9]+$ ]] || die "DUTY_UNDER_TEST=$DUTY_UNDER_TEST is not TRACE_MS/PERIOD_MS"
@@ -165,18 +172,22 @@ summarize() {
 
 # 2. correctness
 if [[ "$VALIDATE" == 1 ]]; then
-  log "validate: GEMM and training loops against CUDA events, every launch traced"
-  timeout 150 env "${inject_env[@]}" "${every_launch[@]}" POOLPROF_WORKLOAD=h100-validate PYTHONUNBUFFERED=1 \
+  log "validate: GEMM loop against CUDA events, then $EVERY_STEPS, every launch traced"
+  timeout $(( 60 + $(limit_for "$EVERY_STEPS") )) env "${inject_env[@]}" "${every_launch[@]}" POOLPROF_WORKLOAD=h100-validate PYTHONUNBUFFERED=1 \
     python3 "$WORKLOADS" validate --metrics-url "$URL" --workload h100-validate \
-    --out "$OUT/validate.json" >> "$LOG" 2>&1
+    --steps "$EVERY_STEPS" --out "$OUT/validate.json" >> "$LOG" 2>&1
   rc=$?
   grep -m3 '^poolprof-inject:' "$LOG" >&2 && log "the library stepped aside (see above)"
   (( rc == 0 )) || log "validate exited $rc (kernels.log); going on"
-  log "validate: the training loop again under the library's defaults (sampled, scaled up)"
-  timeout $(( 60 + SAMPLED_ITERATIONS / 10 )) env "${sampled_env[@]}" POOLPROF_WORKLOAD=h100-sampled PYTHONUNBUFFERED=1 \
-    python3 "$WORKLOADS" validate --sampled --train-iterations "$SAMPLED_ITERATIONS" --metrics-url "$URL" \
-    --workload h100-sampled --out "$OUT/validate-sampled.json" >> "$LOG" 2>&1 \
-    || log "sampled validate exited $? (kernels.log); going on"
+  # One process per program: the library's launch share covers its last 32 s, so a
+  # program run after another in one process would be scaled partly by the other's.
+  for item in ${SAMPLED_STEPS//,/ }; do
+    log "validate: ${item%%=*} x${item#*=} under the library's defaults (sampled, scaled up)"
+    timeout "$(limit_for "$item")" env "${sampled_env[@]}" POOLPROF_WORKLOAD="h100-sampled-${item%%=*}" PYTHONUNBUFFERED=1 \
+      python3 "$WORKLOADS" validate --sampled --steps "$item" --metrics-url "$URL" \
+      --workload "h100-sampled-${item%%=*}" --out "$OUT/validate-sampled-${item%%=*}.json" >> "$LOG" 2>&1 \
+      || log "sampled validate of $item exited $? (kernels.log); going on"
+  done
 fi
 if [[ "$MEMCPY_CHECK" == 1 ]]; then
   log "memcpy: known host-to-device copies under the library's defaults"

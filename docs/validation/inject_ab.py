@@ -34,6 +34,7 @@ from a results folder (validate.json, validate-sampled.json, memcpy.json, ab.jso
 
 import argparse
 import ctypes
+import glob
 import json
 import os
 import random
@@ -262,15 +263,22 @@ def summary(folder):
         g = v["comparisons"][0]["ratio"] if v.get("comparisons") else None
         out(f"\nGEMM loop within 5%: {'yes' if g is not None and abs(g - 1) <= 0.05 else 'NO'} "
             "(the training loop's events also count the gaps between kernels).\n")
-    sv = load("validate-sampled.json")
-    every = [r for r in (v or {}).get("comparisons", []) if r["loop"].startswith("train")]
-    if sv and every and sv.get("comparisons"):
-        s_row, e_row = sv["comparisons"][0], every[0]
+    sampled = [load(os.path.basename(f)) for f in sorted(glob.glob(os.path.join(folder, "validate-sampled-*.json")))]
+    every = {r["program"]: r for r in (v or {}).get("comparisons", []) if "program" in r}
+    pairs = [(r, every[r["program"]], sv) for sv in sampled if sv
+             for r in sv.get("comparisons", []) if r.get("program") in every]
+    if pairs:
         per = lambda r, k: r[k] / r["iterations"]  # noqa: E731
-        out(f"Training loop under the defaults (duty {sv['duty']}, scaled up) / every launch, per step: "
-            f"kernel time {per(s_row, 'exporter_kernel_seconds') / per(e_row, 'exporter_kernel_seconds'):.3f}, "
-            f"launches {per(s_row, 'exporter_launches') / per(e_row, 'exporter_launches'):.3f} "
-            "(1 = the sample is unbiased).\n")
+        out("## Sampling accuracy: sampled and scaled up / every launch traced, per step\n")
+        out("| program | duty | steps sampled / every launch | kernel time | launches | sampling ratio at the end |")
+        out("| --- | --- | --- | ---: | ---: | ---: |")
+        for s_row, e_row, sv in pairs:
+            ratio = sv.get("sampling_ratio")
+            out(f"| {s_row['program']} | {sv['duty']} | {s_row['iterations']} / {e_row['iterations']} | "
+                f"{per(s_row, 'exporter_kernel_seconds') / per(e_row, 'exporter_kernel_seconds'):.3f} | "
+                f"{per(s_row, 'exporter_launches') / per(e_row, 'exporter_launches'):.3f} | "
+                f"{'-' if ratio is None else f'{ratio:.4f}'} |")
+        out("\n1 = the sample is unbiased.\n")
     m = load("memcpy.json")
     if m:
         out(f"## Memcpy bytes under the library's settings (duty {m['duty']}, memcpy {m['memcpy']}; "

@@ -343,8 +343,8 @@ def compare_with_exporter(args, label, iterations, run):
     }
 
 
-def train_loop(torch, iterations):
-    step = build_train(torch)
+def program_loop(torch, name, iterations):
+    step = PROGRAMS[name](torch)
     warm_up(torch, step, 1.0)
 
     def run():
@@ -359,6 +359,28 @@ def train_loop(torch, iterations):
     return run
 
 
+def parse_steps(text):
+    """"train=200,infer=20" -> {"train": 200, "infer": 20}; programs from PROGRAMS."""
+    steps = {}
+    for item in filter(None, text.split(",")):
+        name, _, count = item.partition("=")
+        if name not in PROGRAMS or not count.isdigit() or not 1 <= int(count) <= 100000:
+            raise ValueError(f"{item!r} is not PROGRAM=STEPS with PROGRAM in {sorted(PROGRAMS)}, STEPS 1..100000")
+        steps[name] = int(count)
+    return steps
+
+
+def sampling_ratio(url, workload):
+    """The exporter's poolprof_inject_kernel_sampling_ratio for `workload`, or None."""
+    try:
+        for name, labels, value in parse_metrics(scrape(url)):
+            if name == "poolprof_inject_kernel_sampling_ratio" and labels.get("workload") == workload:
+                return value
+    except OSError:
+        pass
+    return None
+
+
 def cmd_validate(args):
     import torch
 
@@ -367,10 +389,13 @@ def cmd_validate(args):
         run = gemm_loop(torch, args.gemm_iterations)
         rows.append(compare_with_exporter(args, f"bf16 GEMM 8192^3 x{args.gemm_iterations}",
                                           args.gemm_iterations, run))
-    rows.append(compare_with_exporter(args, f"train x{args.train_iterations}", args.train_iterations,
-                                      train_loop(torch, args.train_iterations)))
+    for name, iterations in args.steps.items():
+        row = compare_with_exporter(args, f"{name} x{iterations}", iterations,
+                                    program_loop(torch, name, iterations))
+        rows.append({"program": name, **row})
     result = {"comparisons": rows, "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "duty": os.environ.get("POOLPROF_INJECT_DUTY", "default"), "sampled": args.sampled,
+              "sampling_ratio": sampling_ratio(args.metrics_url, args.workload),
               "rss_peak_bytes": proc_status("VmHWM")}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
@@ -422,8 +447,8 @@ def main():
     v.add_argument("--metrics-url", required=True)
     v.add_argument("--workload", required=True, help="the POOLPROF_WORKLOAD this process runs under")
     v.add_argument("--gemm-iterations", type=int, default=300)
-    v.add_argument("--train-iterations", type=int, default=200)
-    v.add_argument("--sampled", action="store_true", help="only the training loop (duty-cycle accuracy)")
+    v.add_argument("--steps", default="train=200", help="PROGRAM=STEPS,... run after the GEMM loop")
+    v.add_argument("--sampled", action="store_true", help="no GEMM loop (duty-cycle accuracy of --steps)")
     v.add_argument("--settle", type=float, default=2.5, help="seconds for reports to reach /metrics")
     v.add_argument("--out", required=True)
     m = sub.add_parser("memcpy")
@@ -439,6 +464,10 @@ def main():
     if args.cmd in ("validate", "memcpy") and os.environ.get("POOLPROF_WORKLOAD") != args.workload:
         sys.exit(f"{args.cmd}: set POOLPROF_WORKLOAD to the --workload value")
     if args.cmd == "validate":
+        try:
+            args.steps = parse_steps(args.steps)
+        except ValueError as e:
+            sys.exit(f"validate: --steps {e}")
         cmd_validate(args)
     elif args.cmd == "memcpy":
         if not (1 <= args.mib <= 4096 and 1 <= args.seconds <= 120):

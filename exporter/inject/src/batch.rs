@@ -10,6 +10,7 @@
 //! under its lock once per buffer rather than for the whole parse.
 
 use crate::aggregate::Aggregator;
+use crate::launch_share::LaunchSpans;
 use crate::records::{name_of, RawKernel};
 use crate::wire::{Geometry, KernelStats};
 use std::collections::HashMap;
@@ -25,10 +26,11 @@ struct Entry {
     geometry: Geometry,
 }
 
-/// Kernel runs of one buffer, keyed by (device, name pointer).
+/// Kernel runs of one buffer, keyed by (device, name pointer), and their grid ids.
 #[derive(Debug, Default)]
 pub struct Batch {
     kernels: HashMap<(u32, usize), Entry, BuildHasherDefault<PointerHasher>>,
+    launches: LaunchSpans,
 }
 
 impl Batch {
@@ -46,6 +48,12 @@ impl Batch {
             });
         entry.stats.merge(&stats);
         entry.geometry = run.geometry;
+        self.launches.add(run.context, run.grid_id);
+    }
+
+    /// The grid ids of the launches added, for the traced share of launches.
+    pub fn launches(&self) -> &LaunchSpans {
+        &self.launches
     }
 
     /// Distinct (device, name pointer) pairs so far.
@@ -116,6 +124,7 @@ impl Hasher for PointerHasher {
 mod tests {
     use super::*;
     use crate::aggregate::KernelRun;
+    use crate::launch_share::RecentLaunches;
     use crate::wire::Delta;
     use std::ffi::CString;
 
@@ -132,6 +141,8 @@ mod tests {
     fn raw(device: u32, name: &CString, start: u64, end: u64, block: u32) -> RawKernel {
         RawKernel {
             device,
+            context: 1,
+            grid_id: i64::from(block),
             name: name.as_ptr(),
             start_ns: start,
             end_ns: end,
@@ -212,6 +223,8 @@ mod tests {
         let mut batch = Batch::default();
         batch.add(&RawKernel {
             device: 0,
+            context: 1,
+            grid_id: 1,
             name: std::ptr::null(),
             start_ns: 0,
             end_ns: 10,
@@ -232,6 +245,33 @@ mod tests {
         assert!(all_names
             .iter()
             .all(|n| *n == "<unnamed>" || n.starts_with('k')));
+    }
+
+    fn batch_of_one(name: &CString, grid_id: i64) -> Batch {
+        let mut batch = Batch::default();
+        batch.add(&RawKernel {
+            grid_id,
+            ..raw(0, name, 0, 5, 32)
+        });
+        batch
+    }
+
+    #[test]
+    fn grid_ids_of_every_record_reach_the_launch_spans() {
+        let k = CString::new("k").unwrap();
+        let mut batch = Batch::default();
+        for grid_id in [3, 1, 10] {
+            batch.add(&RawKernel {
+                grid_id,
+                ..raw(0, &k, 0, 5, 32)
+            });
+        }
+        let mut recent = RecentLaunches::default();
+        recent.merge(batch.launches());
+        recent.window_started();
+        recent.merge(&batch_of_one(&k, 101).launches);
+        // 3 records in the first window of the 100 launches numbered 1..=100.
+        assert_eq!(recent.share_ppm(), Some(30_000));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::batch::Batch;
 use crate::buffers::BufferPool;
 use crate::config::Config;
 use crate::detach;
+use crate::launch_share::RecentLaunches;
 use crate::records::{self, parse, Record, KIND_CONCURRENT_KERNEL, KIND_KERNEL};
 use crate::sender::Source;
 use crate::tracing_state::{run_duty_cycle, EachKind, Switch, TRACING};
@@ -81,7 +82,10 @@ struct Shared {
     aggregator: Mutex<Aggregator>,
     pool: BufferPool,
     uuids: Mutex<HashMap<u32, Option<[u8; 16]>>>,
+    /// The traced share of time (the configured one until the duty cycle measures it).
     duty_ppm: AtomicU32,
+    /// Grid ids of recently traced launches, for the traced share of launches.
+    launches: Mutex<RecentLaunches>,
     stopping: AtomicBool,
     /// CUPTI was told buffers come zeroed, so they are cleared before reuse.
     zeroed_buffers: bool,
@@ -124,6 +128,7 @@ pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
         pool,
         uuids: Mutex::new(HashMap::new()),
         duty_ppm: AtomicU32::new(config.duty.map_or(1, DutyCycle::ppm)),
+        launches: Mutex::new(RecentLaunches::default()),
         stopping: AtomicBool::new(false),
         zeroed_buffers,
     };
@@ -243,6 +248,7 @@ unsafe extern "C" fn buffer_completed(
             // SAFETY: the buffer holds `valid_size` bytes of records CUPTI wrote.
             unsafe { read_buffer(buffer, valid_size, &mut batch, &mut memory) };
         }
+        lock(&shared.launches).merge(batch.launches());
         let mut agg = lock(&shared.aggregator);
         agg.record_dropped(dropped as u64);
         agg.absorb(memory);
@@ -327,10 +333,17 @@ impl Source for CuptiSource {
             .or_insert_with(|| device_uuid(ordinal))
     }
 
+    /// The traced share of launches when a duty cycle samples and grid ids tell it;
+    /// otherwise the traced share of time (1 when every record is traced).
     fn duty_ppm(&self) -> u32 {
-        SHARED.get().map_or(crate::wire::FULL_DUTY_PPM, |s| {
-            s.duty_ppm.load(Ordering::Relaxed)
-        })
+        let Some(shared) = SHARED.get() else {
+            return crate::wire::FULL_DUTY_PPM;
+        };
+        let time = shared.duty_ppm.load(Ordering::Relaxed);
+        if time >= crate::wire::FULL_DUTY_PPM {
+            return time;
+        }
+        lock(&shared.launches).share_ppm().unwrap_or(time)
     }
 }
 
@@ -399,12 +412,14 @@ struct CuptiSwitch {
 }
 
 impl CuptiSwitch {
-    /// Publishes the traced share of the time since the first period began; called
-    /// when a period begins, so only whole periods are counted.
+    /// Publishes the traced share of the time since the first period began and starts
+    /// a new window of the launch share; called when a period begins, so only whole
+    /// periods are counted.
     fn publish_ratio(&self) {
         let ppm = share_ppm(self.traced.as_nanos(), self.started.elapsed().as_nanos());
         if let Some(shared) = SHARED.get() {
             shared.duty_ppm.store(ppm, Ordering::Relaxed);
+            lock(&shared.launches).window_started();
         }
     }
 
@@ -423,15 +438,14 @@ impl Switch for CuptiSwitch {
             self.traced += since.elapsed();
         }
         let _ = detach::with_attached(|| self.each_kind().off());
-        if !self.detach {
-            return;
-        }
+        // Every record of the window is in before the next starts: the launch share
+        // counts records by the window they arrive in.
         std::thread::sleep(DRAIN);
         let forced = CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED as u32;
         let _ = detach::with_attached(|| activity::flush_all(forced));
         // Subscribing fails when another CUPTI client (a profiler) is present: CUPTI
         // must not be finalized under it, so records are only disabled from then on.
-        if detach::detach(DETACH_WAIT).is_err() {
+        if self.detach && detach::detach(DETACH_WAIT).is_err() {
             self.detach = false;
         }
     }

@@ -5,7 +5,8 @@
 //! CUPTI delivers activity buffers ([`buffers`], [`cupti`]), their records
 //! ([`records`]) are summed per buffer ([`batch`]) and aggregated ([`aggregate`]) and a background thread ships the
 //! aggregates to the exporter's socket ([`sender`]), configured by environment
-//! variables ([`config`]). Between samples CUPTI leaves the process ([`detach`]).
+//! variables ([`config`]). Between samples CUPTI leaves the process ([`detach`]), and
+//! sampled counts are scaled by the traced share of launches ([`launch_share`]).
 //! [`injection`] is the entry point CUDA calls;
 //! [`tracing_state`] tells the application whether records are being collected.
 
@@ -16,6 +17,7 @@ pub mod config;
 pub mod cupti;
 pub mod detach;
 pub mod injection;
+pub mod launch_share;
 pub mod records;
 pub mod sender;
 pub mod tracing_state;

@@ -82,6 +82,10 @@ pub unsafe fn parse<'a>(record: *const u8) -> Record<'a> {
 pub struct RawKernel {
     /// CUDA device ordinal.
     pub device: u32,
+    /// CUPTI's id of the context the kernel ran in.
+    pub context: u32,
+    /// The driver's number of this launch in its context.
+    pub grid_id: i64,
     /// CUPTI's NUL-terminated name, or null.
     pub name: *const c_char,
     /// GPU start timestamp, ns.
@@ -109,6 +113,8 @@ pub unsafe fn raw_kernel(record: *const u8) -> RawKernel {
     let dim = |offset: usize| -> u32 { read::<i32>(record, offset).max(0) as u32 };
     RawKernel {
         device: read(record, offset_of!(Kernel, deviceId)),
+        context: read(record, offset_of!(Kernel, contextId)),
+        grid_id: read(record, offset_of!(Kernel, gridId)),
         name: read(record, offset_of!(Kernel, name)),
         start_ns: read(record, offset_of!(Kernel, start)),
         end_ns: read(record, offset_of!(Kernel, end)),
