@@ -11,6 +11,7 @@
 //! | `POOLPROF_INJECT_BUFFER_KB` | `2048` | size of one CUPTI activity buffer (64–65536) |
 //! | `POOLPROF_INJECT_BUFFERS` | `8` | activity buffers in the pool (2–64); when all are busy CUPTI drops records |
 //! | `POOLPROF_INJECT_MAX_KERNELS` | `2048` | distinct kernels kept per interval (16–65536); the rest are folded |
+//! | `POOLPROF_INJECT_WINDOW_LOG` | unset | a file to append, at the end of each duty-cycle window, the grid ids and records seen per context (diagnosing the sampling) |
 //! | `POOLPROF_WORKLOAD` | unset | the `workload` label, sent to the exporter |
 
 use crate::wire::{DutyCycle, MAX_LABEL_BYTES};
@@ -60,6 +61,8 @@ pub struct Config {
     pub max_kernels: usize,
     /// `POOLPROF_WORKLOAD`, if set and not empty.
     pub workload: Option<String>,
+    /// `POOLPROF_INJECT_WINDOW_LOG`: where to log each window's launches, if anywhere.
+    pub window_log: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -75,6 +78,7 @@ impl Default for Config {
             buffers: 8,
             max_kernels: 2048,
             workload: None,
+            window_log: None,
         }
     }
 }
@@ -138,6 +142,10 @@ impl Config {
                 None => d.max_kernels,
                 Some((var, v)) => parse_range(var, &v, 16, 65_536)? as usize,
             },
+            window_log: match get("POOLPROF_INJECT_WINDOW_LOG") {
+                None => None,
+                Some((var, v)) => Some(parse_path(var, &v)?),
+            },
             workload: lookup("POOLPROF_WORKLOAD")
                 .map(|w| crate::wire::truncate_utf8(w.trim(), MAX_LABEL_BYTES).to_string())
                 .filter(|w| !w.is_empty()),
@@ -165,6 +173,13 @@ fn parse_socket(var: &'static str, v: &str) -> Result<PathBuf, ConfigError> {
     // sockaddr_un holds 108 bytes including the terminating NUL.
     if v.is_empty() || !v.starts_with('/') || v.len() > 107 || v.contains('\0') {
         return Err(invalid(var, v, "an absolute path of at most 107 bytes"));
+    }
+    Ok(PathBuf::from(v))
+}
+
+fn parse_path(var: &'static str, v: &str) -> Result<PathBuf, ConfigError> {
+    if !v.starts_with('/') || v.len() > 4096 || v.contains('\0') {
+        return Err(invalid(var, v, "an absolute path"));
     }
     Ok(PathBuf::from(v))
 }
@@ -229,6 +244,7 @@ mod tests {
             ("POOLPROF_INJECT_BUFFER_KB", "512"),
             ("POOLPROF_INJECT_BUFFERS", "4"),
             ("POOLPROF_INJECT_MAX_KERNELS", "64"),
+            ("POOLPROF_INJECT_WINDOW_LOG", "/tmp/windows.log"),
             ("POOLPROF_WORKLOAD", " team/job "),
         ])
         .unwrap();
@@ -247,6 +263,7 @@ mod tests {
         assert_eq!(c.buffers, 4);
         assert_eq!(c.max_kernels, 64);
         assert_eq!(c.workload.as_deref(), Some("team/job"));
+        assert_eq!(c.window_log, Some(PathBuf::from("/tmp/windows.log")));
     }
 
     #[test]
@@ -275,6 +292,7 @@ mod tests {
             ("POOLPROF_INJECT_MEMCPY", "sometimes"),
             ("POOLPROF_INJECT_DETACH", "later"),
             ("POOLPROF_INJECT_MAX_KERNELS", "-1"),
+            ("POOLPROF_INJECT_WINDOW_LOG", "windows.log"),
         ] {
             let err = config(&[(var, value)]).unwrap_err();
             assert_eq!(err.var, var);

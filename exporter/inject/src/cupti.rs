@@ -405,6 +405,7 @@ const DRAIN: Duration = Duration::from_millis(250);
 /// the whole periods so far, so scaling stays unbiased.
 struct CuptiSwitch {
     kinds: Vec<CUpti_ActivityKind>,
+    window_log: Option<std::fs::File>,
     detach: bool,
     started: Instant,
     on_since: Option<Instant>,
@@ -415,11 +416,15 @@ impl CuptiSwitch {
     /// Publishes the traced share of the time since the first period began and starts
     /// a new window of the launch share; called when a period begins, so only whole
     /// periods are counted.
-    fn publish_ratio(&self) {
+    fn publish_ratio(&mut self) {
         let ppm = share_ppm(self.traced.as_nanos(), self.started.elapsed().as_nanos());
         if let Some(shared) = SHARED.get() {
             shared.duty_ppm.store(ppm, Ordering::Relaxed);
-            lock(&shared.launches).window_started();
+            let mut launches = lock(&shared.launches);
+            if let Some(log) = &mut self.window_log {
+                log_window(log, self.started.elapsed(), ppm, &launches);
+            }
+            launches.window_started();
         }
     }
 
@@ -463,6 +468,22 @@ impl Switch for CuptiSwitch {
     }
 }
 
+/// Appends the window that just ended, one line per context (best effort: a failed
+/// write only loses the diagnostic).
+fn log_window(log: &mut std::fs::File, at: Duration, time_ppm: u32, launches: &RecentLaunches) {
+    use std::io::Write;
+    let share = launches.share_ppm();
+    for (context, first, last, traced) in launches.current().into_iter().flat_map(|w| w.contexts())
+    {
+        let _ = writeln!(
+            log,
+            "pid={} t_ms={} context={context} first={first} last={last} records={traced} time_ppm={time_ppm} launch_ppm={share:?}",
+            std::process::id(),
+            at.as_millis()
+        );
+    }
+}
+
 /// Enables or disables one activity kind; whether CUPTI accepted.
 type KindCall = fn(CUpti_ActivityKind) -> bool;
 
@@ -486,6 +507,7 @@ pub fn spawn_duty_cycle(
     duty: DutyCycle,
     kinds: &[CUpti_ActivityKind],
     detach: bool,
+    window_log: Option<&std::path::Path>,
 ) -> Option<DutyThread> {
     let DutyCycle::Sampled {
         trace_ms,
@@ -495,8 +517,22 @@ pub fn spawn_duty_cycle(
         return None;
     };
     let started = Instant::now();
+    let window_log = window_log.and_then(|path| {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
+        file.map_err(|e| {
+            eprintln!(
+                "poolprof-inject: cannot open the window log {}: {e}; not logging windows",
+                path.display()
+            )
+        })
+        .ok()
+    });
     let mut switch = CuptiSwitch {
         kinds: kinds.to_vec(),
+        window_log,
         detach: detach && has_symbols(&detach::SYMBOLS),
         started,
         on_since: Some(started),

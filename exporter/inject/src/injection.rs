@@ -68,9 +68,9 @@ fn initialize() -> Result<(), String> {
         Some(_) => Tracing::On,
         None => Tracing::Off,
     });
-    let duty = config
-        .duty
-        .and_then(|duty| cupti::spawn_duty_cycle(duty, &kinds, config.detach));
+    let duty = config.duty.and_then(|duty| {
+        cupti::spawn_duty_cycle(duty, &kinds, config.detach, config.window_log.as_deref())
+    });
     *RUNNING.lock().unwrap_or_else(|p| p.into_inner()) = Some((handle, duty));
     OWNER_PID.store(std::process::id(), Ordering::Relaxed);
     // SAFETY: registering a plain extern "C" function; failure only loses the exit flush.

@@ -80,6 +80,13 @@ impl LaunchSpans {
         }
     }
 
+    /// Each context's (id, first grid id, last grid id, records), for diagnostics.
+    pub fn contexts(&self) -> impl Iterator<Item = (u32, i64, i64, u64)> + '_ {
+        self.contexts
+            .iter()
+            .map(|(&c, span)| (c, span.first, span.last, span.traced))
+    }
+
     /// Whether no context has more records than grid ids between its first and last
     /// (ids that repeat do not number launches).
     fn ids_unique(&self) -> bool {
@@ -106,6 +113,11 @@ impl RecentLaunches {
             Some(current) => current.merge(launches),
             None => self.windows.push_back(launches.clone()),
         }
+    }
+
+    /// The current window's launches so far.
+    pub fn current(&self) -> Option<&LaunchSpans> {
+        self.windows.back()
     }
 
     /// Starts a new window, forgetting the oldest beyond [`WINDOWS`].
