@@ -42,6 +42,9 @@ OUT=${OUT:-$(mktemp -d -t poolprof-kernels.XXXXXX)}
 VALIDATE=${VALIDATE:-1}
 MEMCPY_CHECK=${MEMCPY_CHECK:-1}
 EVERY_STEPS=${EVERY_STEPS:-train=200,infer=20,tiny=200}
+# A sampled window is reported once the next window ended (one period, 4 s by
+# default), so sampled checks wait longer for the last reports.
+SAMPLED_SETTLE=${SAMPLED_SETTLE:-10}
 SAMPLED_STEPS=${SAMPLED_STEPS:-train=1000,infer=100,tiny=1000}
 MEMCPY_SECONDS=${MEMCPY_SECONDS:-10}
 DUTY_UNDER_TEST=${DUTY_UNDER_TEST:-}
@@ -184,15 +187,15 @@ if [[ "$VALIDATE" == 1 ]]; then
   for item in ${SAMPLED_STEPS//,/ }; do
     log "validate: ${item%%=*} x${item#*=} under the library's defaults (sampled, scaled up)"
     timeout "$(limit_for "$item")" env "${sampled_env[@]}" POOLPROF_WORKLOAD="h100-sampled-${item%%=*}" PYTHONUNBUFFERED=1 \
-      python3 "$WORKLOADS" validate --sampled --steps "$item" --metrics-url "$URL" \
+      python3 "$WORKLOADS" validate --sampled --steps "$item" --settle "$SAMPLED_SETTLE" --metrics-url "$URL" \
       --workload "h100-sampled-${item%%=*}" --out "$OUT/validate-sampled-${item%%=*}.json" >> "$LOG" 2>&1 \
       || log "sampled validate of $item exited $? (kernels.log); going on"
   done
 fi
 if [[ "$MEMCPY_CHECK" == 1 ]]; then
   log "memcpy: known host-to-device copies under the library's defaults"
-  timeout $(( 80 + MEMCPY_SECONDS )) env "${sampled_env[@]}" POOLPROF_WORKLOAD=h100-memcpy PYTHONUNBUFFERED=1 \
-    python3 "$WORKLOADS" memcpy --seconds "$MEMCPY_SECONDS" --metrics-url "$URL" --workload h100-memcpy \
+  timeout $(( 100 + MEMCPY_SECONDS )) env "${sampled_env[@]}" POOLPROF_WORKLOAD=h100-memcpy PYTHONUNBUFFERED=1 \
+    python3 "$WORKLOADS" memcpy --seconds "$MEMCPY_SECONDS" --settle "$SAMPLED_SETTLE" --metrics-url "$URL" --workload h100-memcpy \
     --out "$OUT/memcpy.json" >> "$LOG" 2>&1 || log "memcpy check exited $? (kernels.log); going on"
 fi
 summarize

@@ -124,6 +124,15 @@ impl Aggregator {
         self.devices.is_empty() && self.dropped_records == 0
     }
 
+    /// Kernel launches recorded, folded ones included.
+    pub fn launches(&self) -> u64 {
+        self.devices
+            .values()
+            .flat_map(|d| d.kernels.values().map(|(k, _)| k).chain([&d.folded]))
+            .map(|k| k.launches)
+            .sum()
+    }
+
     /// Moves everything recorded out, leaving this aggregator empty.
     pub fn take(&mut self) -> Aggregator {
         std::mem::replace(self, Aggregator::new(self.max_kernels))

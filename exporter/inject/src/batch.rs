@@ -124,7 +124,7 @@ impl Hasher for PointerHasher {
 mod tests {
     use super::*;
     use crate::aggregate::KernelRun;
-    use crate::launch_share::RecentLaunches;
+    use crate::launch_share::period_share_ppm;
     use crate::wire::Delta;
     use std::ffi::CString;
 
@@ -260,18 +260,18 @@ mod tests {
     fn grid_ids_of_every_record_reach_the_launch_spans() {
         let k = CString::new("k").unwrap();
         let mut batch = Batch::default();
-        for grid_id in [3, 1, 10] {
+        for grid_id in [3, 1, 2] {
             batch.add(&RawKernel {
                 grid_id,
                 ..raw(0, &k, 0, 5, 32)
             });
         }
-        let mut recent = RecentLaunches::default();
-        recent.merge(batch.launches());
-        recent.window_started();
-        recent.merge(&batch_of_one(&k, 101).launches);
-        // 3 records in the first window of the 100 launches numbered 1..=100.
-        assert_eq!(recent.share_ppm(), Some(30_000));
+        let next = batch_of_one(&k, 11);
+        // 3 records of the 10 launches numbered 1..=10, up to the next window.
+        assert_eq!(
+            period_share_ppm(batch.launches(), next.launches(), 1),
+            300_000
+        );
     }
 
     #[test]

@@ -11,11 +11,12 @@ use crate::batch::Batch;
 use crate::buffers::BufferPool;
 use crate::config::Config;
 use crate::detach;
-use crate::launch_share::RecentLaunches;
 use crate::records::{self, parse, Record, KIND_CONCURRENT_KERNEL, KIND_KERNEL};
+use crate::sample::Sample;
 use crate::sender::Source;
 use crate::tracing_state::{run_duty_cycle, EachKind, Switch, TRACING};
-use crate::wire::{share_ppm, DutyCycle};
+use crate::windows::Windows;
+use crate::wire::{share_ppm, DutyCycle, FULL_DUTY_PPM};
 use cudarc::cupti::result::{activity, CuptiError};
 use cudarc::cupti::sys::{
     self as cupti_sys, CUptiResult, CUpti_Activity, CUpti_ActivityFlag, CUpti_ActivityKind,
@@ -79,13 +80,15 @@ pub enum StartError {
 
 /// State shared by the callbacks, the sender and the duty-cycle thread.
 struct Shared {
-    aggregator: Mutex<Aggregator>,
+    /// Records by window; the callbacks add to the current one.
+    windows: Mutex<Windows>,
     pool: BufferPool,
     uuids: Mutex<HashMap<u32, Option<[u8; 16]>>>,
-    /// The traced share of time (the configured one until the duty cycle measures it).
+    /// The traced share of time (the configured one until the duty cycle measures it;
+    /// 1 when every record is traced, also once a duty cycle stopped).
     duty_ppm: AtomicU32,
-    /// Grid ids of recently traced launches, for the traced share of launches.
-    launches: Mutex<RecentLaunches>,
+    /// A duty cycle runs: windows are sent once their period is measured.
+    sampling: AtomicBool,
     stopping: AtomicBool,
     /// CUPTI was told buffers come zeroed, so they are cleared before reuse.
     zeroed_buffers: bool,
@@ -123,12 +126,13 @@ pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
             size: config.buffer_bytes,
             count: config.buffers,
         })?;
+    let time_ppm = config.duty.map_or(1, DutyCycle::ppm);
     let shared = Shared {
-        aggregator: Mutex::new(Aggregator::new(config.max_kernels)),
+        windows: Mutex::new(Windows::new(config.max_kernels, time_ppm)),
         pool,
         uuids: Mutex::new(HashMap::new()),
-        duty_ppm: AtomicU32::new(config.duty.map_or(1, DutyCycle::ppm)),
-        launches: Mutex::new(RecentLaunches::default()),
+        duty_ppm: AtomicU32::new(time_ppm),
+        sampling: AtomicBool::new(false),
         stopping: AtomicBool::new(false),
         zeroed_buffers,
     };
@@ -248,12 +252,13 @@ unsafe extern "C" fn buffer_completed(
             // SAFETY: the buffer holds `valid_size` bytes of records CUPTI wrote.
             unsafe { read_buffer(buffer, valid_size, &mut batch, &mut memory) };
         }
-        lock(&shared.launches).merge(batch.launches());
-        let mut agg = lock(&shared.aggregator);
-        agg.record_dropped(dropped as u64);
-        agg.absorb(memory);
+        let mut windows = lock(&shared.windows);
+        let window = windows.current();
+        window.launches.merge(batch.launches());
+        window.records.record_dropped(dropped as u64);
+        window.records.absorb(memory);
         // SAFETY: kernel names are owned by CUPTI and live for the process.
-        unsafe { batch.fold_into(&mut agg) };
+        unsafe { batch.fold_into(&mut window.records) };
     });
     if buffer.is_null() {
         return;
@@ -319,10 +324,15 @@ impl Source for CuptiSource {
         let _ = detach::with_attached(|| activity::flush_all(flag));
     }
 
-    fn take(&self) -> Aggregator {
-        match SHARED.get() {
-            Some(shared) => lock(&shared.aggregator).take(),
-            None => Aggregator::new(0),
+    fn take(&self) -> Sample {
+        let Some(shared) = SHARED.get() else {
+            return Sample::new(Aggregator::new(0), FULL_DUTY_PPM);
+        };
+        let mut windows = lock(&shared.windows);
+        if shared.sampling.load(Ordering::Acquire) {
+            windows.take_ready()
+        } else {
+            windows.take_all(shared.duty_ppm.load(Ordering::Relaxed))
         }
     }
 
@@ -331,19 +341,6 @@ impl Source for CuptiSource {
         *lock(&shared.uuids)
             .entry(ordinal)
             .or_insert_with(|| device_uuid(ordinal))
-    }
-
-    /// The traced share of launches when a duty cycle samples and grid ids tell it;
-    /// otherwise the traced share of time (1 when every record is traced).
-    fn duty_ppm(&self) -> u32 {
-        let Some(shared) = SHARED.get() else {
-            return crate::wire::FULL_DUTY_PPM;
-        };
-        let time = shared.duty_ppm.load(Ordering::Relaxed);
-        if time >= crate::wire::FULL_DUTY_PPM {
-            return time;
-        }
-        lock(&shared.launches).share_ppm().unwrap_or(time)
     }
 }
 
@@ -385,6 +382,7 @@ impl DutyThread {
     pub fn stop(self) {
         let _ = self.stop.send(());
         let _ = self.thread.join();
+        every_record_traced_from_now();
     }
 }
 
@@ -413,18 +411,32 @@ struct CuptiSwitch {
 }
 
 impl CuptiSwitch {
-    /// Publishes the traced share of the time since the first period began and starts
-    /// a new window of the launch share; called when a period begins, so only whole
-    /// periods are counted.
-    fn publish_ratio(&mut self) {
+    /// Publishes the traced share of the time since the first period began; called
+    /// when a period begins, so only whole periods are counted.
+    fn publish_ratio(&self) {
         let ppm = share_ppm(self.traced.as_nanos(), self.started.elapsed().as_nanos());
         if let Some(shared) = SHARED.get() {
             shared.duty_ppm.store(ppm, Ordering::Relaxed);
-            let mut launches = lock(&shared.launches);
-            if let Some(log) = &mut self.window_log {
-                log_window(log, self.started.elapsed(), ppm, &launches);
-            }
-            launches.window_started();
+        }
+    }
+
+    /// The window's records are all in: the window before it can be measured.
+    fn window_ended(&mut self) {
+        let Some(shared) = SHARED.get() else {
+            return;
+        };
+        let mut windows = lock(&shared.windows);
+        if let Some(log) = &mut self.window_log {
+            log_window(log, self.started.elapsed(), windows.current());
+        }
+        let share = windows.window_ended(shared.duty_ppm.load(Ordering::Relaxed));
+        if let (Some(log), Some(share)) = (&mut self.window_log, share) {
+            use std::io::Write;
+            let _ = writeln!(
+                log,
+                "pid={} previous_window_share_ppm={share}",
+                std::process::id()
+            );
         }
     }
 
@@ -443,11 +455,12 @@ impl Switch for CuptiSwitch {
             self.traced += since.elapsed();
         }
         let _ = detach::with_attached(|| self.each_kind().off());
-        // Every record of the window is in before the next starts: the launch share
-        // counts records by the window they arrive in.
+        // Every record of the window is in before it ends: windows are measured by
+        // the records that arrive in them.
         std::thread::sleep(DRAIN);
         let forced = CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED as u32;
         let _ = detach::with_attached(|| activity::flush_all(forced));
+        self.window_ended();
         // Subscribing fails when another CUPTI client (a profiler) is present: CUPTI
         // must not be finalized under it, so records are only disabled from then on.
         if self.detach && detach::detach(DETACH_WAIT).is_err() {
@@ -470,14 +483,12 @@ impl Switch for CuptiSwitch {
 
 /// Appends the window that just ended, one line per context (best effort: a failed
 /// write only loses the diagnostic).
-fn log_window(log: &mut std::fs::File, at: Duration, time_ppm: u32, launches: &RecentLaunches) {
+fn log_window(log: &mut std::fs::File, at: Duration, window: &crate::windows::Window) {
     use std::io::Write;
-    let share = launches.share_ppm();
-    for (context, first, last, traced) in launches.current().into_iter().flat_map(|w| w.contexts())
-    {
+    for (context, first, last, traced) in window.launches.contexts() {
         let _ = writeln!(
             log,
-            "pid={} t_ms={} context={context} first={first} last={last} records={traced} time_ppm={time_ppm} launch_ppm={share:?}",
+            "pid={} t_ms={} context={context} first={first} last={last} records={traced}",
             std::process::id(),
             at.as_millis()
         );
@@ -545,15 +556,24 @@ pub fn spawn_duty_cycle(
         .name("poolprof-duty".into())
         .spawn(move || run_duty_cycle(on, off, &rx, &TRACING, &mut switch));
     match thread {
-        Ok(thread) => Some(DutyThread { stop: tx, thread }),
-        Err(_) => {
+        Ok(thread) => {
             if let Some(shared) = SHARED.get() {
-                shared
-                    .duty_ppm
-                    .store(crate::wire::FULL_DUTY_PPM, Ordering::Relaxed);
+                shared.sampling.store(true, Ordering::Release);
             }
+            Some(DutyThread { stop: tx, thread })
+        }
+        Err(_) => {
+            every_record_traced_from_now();
             None
         }
+    }
+}
+
+/// Records stay on from here to the exit: what the current window holds is whole.
+fn every_record_traced_from_now() {
+    if let Some(shared) = SHARED.get() {
+        shared.duty_ppm.store(FULL_DUTY_PPM, Ordering::Relaxed);
+        shared.sampling.store(false, Ordering::Release);
     }
 }
 

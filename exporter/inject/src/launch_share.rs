@@ -1,28 +1,29 @@
-//! The share of kernel launches a duty cycle traced, counted from CUPTI's grid ids.
+//! The share of a period's kernel launches that its traced window holds, counted from
+//! CUPTI's grid ids.
 //!
 //! Why: scaling sampled counts by the traced share of *time* assumes the application
 //! launches as fast while traced as while not. It does not: tracing slows a
 //! launch-bound loop, and detaching CUPTI between windows gives the speed back, so a
 //! window holds fewer launches than its share of time (on the H100 a training loop read
-//! 8% low). The driver numbers a context's launches with consecutive grid ids whether
-//! or not CUPTI is attached, so from the first grid id of one window to the first of
-//! the next, that many launches happened, and the records of the first window are the
-//! traced ones: their ratio is the traced share of launches, whatever the speed.
+//! 8% low); and a program that pauses or speeds up between windows is misjudged too.
+//! The driver numbers a context's launches with consecutive grid ids whether or not
+//! CUPTI is attached, so from the first grid id of one window to the first of the next,
+//! that many launches happened, and the window's records are the traced ones: their
+//! ratio is that period's traced share of launches, whatever the pace.
 //!
-//! A process changes pace (warm-up, evaluation, another phase), so the share is taken
-//! over the last [`WINDOWS`] windows only ([`RecentLaunches`]). Memory is bounded: at
-//! most [`MAX_CONTEXTS`] contexts are followed per window; records of others are
-//! ignored (the share is a ratio, so a sample of contexts still estimates it).
+//! A context whose ids do not look like consecutive launch numbers (fewer than half of
+//! a window's ids traced, ids that repeat or go backwards, ids not positive) or that
+//! does not launch in the next window falls back to the traced share of time.
+//! Memory is bounded: at most [`MAX_CONTEXTS`] contexts are followed per window; the
+//! records of others are still counted, at the share of time.
 
-use std::collections::{BTreeMap, VecDeque};
+use crate::wire::{share_ppm, FULL_DUTY_PPM};
+use std::collections::BTreeMap;
 
 /// Most contexts followed per window.
 pub const MAX_CONTEXTS: usize = 64;
-/// Windows the share covers: the current one, whose records only mark where the
-/// period before it ended, and the eight before it (32 s at the default 4 s period).
-pub const WINDOWS: usize = 9;
 
-/// Grid ids seen in one context: the lowest, the highest and how many.
+/// Grid ids traced in one context: the lowest, the highest and how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Span {
     first: i64,
@@ -31,9 +32,12 @@ struct Span {
 }
 
 impl Span {
-    /// Launches between the first and the last traced one, both included.
-    fn launches(&self) -> u64 {
-        self.last.abs_diff(self.first) + 1
+    /// Whether the ids look like consecutive launch numbers: while a window traces,
+    /// nearly every launch between its first and last id has a record (all of them in
+    /// a loop of tiny kernels on the H100, 96% in a training loop).
+    fn dense(&self) -> bool {
+        let ids = self.last.abs_diff(self.first) + 1;
+        self.first > 0 && self.traced <= ids && self.traced * 2 >= ids
     }
 }
 
@@ -41,15 +45,15 @@ impl Span {
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct LaunchSpans {
     contexts: BTreeMap<u32, Span>,
-    /// A grid id was not positive: ids do not number launches here.
-    unusable: bool,
+    /// Launches of contexts beyond [`MAX_CONTEXTS`], or with ids that are not positive.
+    unfollowed: u64,
 }
 
 impl LaunchSpans {
     /// Counts one traced launch.
     pub fn add(&mut self, context: u32, grid_id: i64) {
         if grid_id <= 0 {
-            self.unusable = true;
+            self.unfollowed += 1;
             return;
         }
         self.merge_span(
@@ -62,9 +66,9 @@ impl LaunchSpans {
         );
     }
 
-    /// Adds what `other` counted (a buffer's records into the process's total).
+    /// Adds what `other` counted (a buffer's launches into its window's).
     pub fn merge(&mut self, other: &LaunchSpans) {
-        self.unusable |= other.unusable;
+        self.unfollowed += other.unfollowed;
         for (&context, &span) in &other.contexts {
             self.merge_span(context, span);
         }
@@ -77,6 +81,8 @@ impl LaunchSpans {
             seen.traced += span.traced;
         } else if self.contexts.len() < MAX_CONTEXTS {
             self.contexts.insert(context, span);
+        } else {
+            self.unfollowed += span.traced;
         }
     }
 
@@ -86,105 +92,38 @@ impl LaunchSpans {
             .iter()
             .map(|(&c, span)| (c, span.first, span.last, span.traced))
     }
-
-    /// Whether no context has more records than grid ids between its first and last
-    /// (ids that repeat do not number launches).
-    fn ids_unique(&self) -> bool {
-        self.contexts
-            .values()
-            .all(|span| span.traced <= span.launches())
-    }
 }
 
-/// The traced share of launches over the last [`WINDOWS`] windows of a duty cycle.
-///
-/// The records of a window must all be merged before the next window starts (the
-/// duty cycle drains and flushes them while records are off).
-#[derive(Debug, Default)]
-pub struct RecentLaunches {
-    /// Oldest first; the last is the current window.
-    windows: VecDeque<LaunchSpans>,
-}
-
-impl RecentLaunches {
-    /// Adds a buffer's launches to the current window.
-    pub fn merge(&mut self, launches: &LaunchSpans) {
-        match self.windows.back_mut() {
-            Some(current) => current.merge(launches),
-            None => self.windows.push_back(launches.clone()),
-        }
-    }
-
-    /// The current window's launches so far.
-    pub fn current(&self) -> Option<&LaunchSpans> {
-        self.windows.back()
-    }
-
-    /// Starts a new window, forgetting the oldest beyond [`WINDOWS`].
-    pub fn window_started(&mut self) {
-        self.windows.push_back(LaunchSpans::default());
-        while self.windows.len() > WINDOWS {
-            self.windows.pop_front();
-        }
-    }
-
-    /// The traced share of launches in ppm (1..=1 000 000) over the periods between the
-    /// first window of each context and the last; `None` when it cannot be told: no
-    /// context was seen in two windows yet, some grid id was not positive, ids repeat
-    /// within a window, or no launch went untraced (then the ids do not number
-    /// every launch).
-    pub fn share_ppm(&self) -> Option<u32> {
-        if self.windows.iter().any(|w| w.unusable || !w.ids_unique()) {
-            return None;
-        }
-        let mut contexts: BTreeMap<u32, Closed> = BTreeMap::new();
-        for window in &self.windows {
-            for (&context, span) in &window.contexts {
-                contexts
-                    .entry(context)
-                    .and_modify(|closed| closed.next_window(span))
-                    .or_insert_with(|| Closed::first_window(span));
+/// The share of its period's launches that `window` traced, in ppm (1..=1 000 000):
+/// the period runs from the window's first grid id to `next` window's, per context.
+/// A context that cannot be measured so (see the module) counts at `time_ppm`, the
+/// traced share of time; so does everything when no context can.
+pub fn period_share_ppm(window: &LaunchSpans, next: &LaunchSpans, time_ppm: u32) -> u32 {
+    let time_ppm = u128::from(time_ppm.clamp(1, FULL_DUTY_PPM));
+    let million = u128::from(FULL_DUTY_PPM);
+    // Launches are summed in millionths, so records at the share of time add exactly.
+    let at_time_share = |records: u64| u128::from(records) * million * million / time_ppm;
+    let (mut traced, mut launches) = (0u128, 0u128);
+    let mut measured = false;
+    let mut add = |records: u64, millionths: u128| {
+        traced += u128::from(records);
+        launches += millionths;
+    };
+    add(window.unfollowed, at_time_share(window.unfollowed));
+    for (context, span) in &window.contexts {
+        match next.contexts.get(context) {
+            Some(after) if span.dense() && after.dense() && after.first > span.last => {
+                let period = span.first.abs_diff(after.first);
+                add(span.traced, u128::from(period) * million);
+                measured = true;
             }
-        }
-        let (mut traced, mut launches) = (0u128, 0u128);
-        for closed in contexts.values() {
-            traced += u128::from(closed.traced);
-            launches += u128::from(closed.launches());
-        }
-        (traced < launches).then(|| crate::wire::share_ppm(traced, launches))
-    }
-}
-
-/// One context's closed periods: from the first grid id of its first window to the
-/// first of its latest, and the records of every window before the latest.
-#[derive(Debug)]
-struct Closed {
-    first: i64,
-    latest_first: i64,
-    traced: u64,
-    latest_traced: u64,
-}
-
-impl Closed {
-    fn first_window(span: &Span) -> Self {
-        Self {
-            first: span.first,
-            latest_first: span.first,
-            traced: 0,
-            latest_traced: span.traced,
+            _ => add(span.traced, at_time_share(span.traced)),
         }
     }
-
-    /// The context shows up in a later window: the period before it is closed.
-    fn next_window(&mut self, span: &Span) {
-        self.traced += self.latest_traced;
-        self.latest_traced = span.traced;
-        self.latest_first = span.first;
+    if !measured {
+        return time_ppm as u32;
     }
-
-    fn launches(&self) -> u64 {
-        self.latest_first.abs_diff(self.first)
-    }
+    share_ppm(traced * million, launches)
 }
 
 #[cfg(test)]
@@ -199,114 +138,112 @@ mod tests {
         s
     }
 
-    /// Windows in context 1, each tracing `traced` launches from the ids given.
-    fn windows(starts: impl IntoIterator<Item = i64>, traced: i64) -> RecentLaunches {
-        let mut recent = RecentLaunches::default();
-        for (i, first) in starts.into_iter().enumerate() {
-            if i > 0 {
-                recent.window_started();
-            }
-            recent.merge(&spans((first..first + traced).map(|g| (1, g))));
-        }
-        recent
+    /// `traced` consecutive launches of context 1 from id `first`.
+    fn window(first: i64, traced: i64) -> LaunchSpans {
+        spans((first..first + traced).map(|g| (1, g)))
+    }
+
+    const TIME: u32 = 50_000;
+
+    #[test]
+    fn a_window_holds_its_records_over_the_launches_until_the_next_window() {
+        // 10 traced of the 100 launches numbered 1..=100.
+        assert_eq!(
+            period_share_ppm(&window(1, 10), &window(101, 10), TIME),
+            100_000
+        );
+        // A program twice as fast between windows as while traced: 10 of 200.
+        assert_eq!(
+            period_share_ppm(&window(1, 10), &window(201, 10), TIME),
+            50_000
+        );
     }
 
     #[test]
-    fn closed_periods_give_the_launch_share_and_the_current_window_only_ends_one() {
-        // 100 launches a period, the first 10 traced; the third window is current.
-        let recent = windows([1, 101, 201], 10);
-        assert_eq!(recent.share_ppm(), Some(100_000));
-    }
-
-    #[test]
-    fn the_share_is_unknown_until_a_period_closed_with_untraced_launches() {
-        assert_eq!(RecentLaunches::default().share_ppm(), None);
-        assert_eq!(windows([1], 10).share_ppm(), None, "one window");
-        // Two windows whose ids run on without a gap: the ids missed the untraced.
-        assert_eq!(windows([1, 11], 10).share_ppm(), None);
+    fn a_window_that_traced_every_launch_of_its_period_reads_one() {
+        let burst_then_idle = period_share_ppm(&window(1, 40), &window(41, 3), TIME);
+        assert_eq!(burst_then_idle, FULL_DUTY_PPM);
     }
 
     #[test]
     fn contexts_are_counted_apart_and_summed() {
-        let mut recent = RecentLaunches::default();
-        recent.merge(&spans(
+        let this = spans(
             (1..=10)
                 .map(|g| (1, g))
                 .chain((1001..=1030).map(|g| (2, g))),
-        ));
-        recent.window_started();
-        recent.merge(&spans(
-            (101..=110)
+        );
+        let next = spans(
+            (101..=105)
                 .map(|g| (1, g))
-                .chain((1101..=1130).map(|g| (2, g))),
-        ));
+                .chain((1101..=1110).map(|g| (2, g))),
+        );
         // (10 + 30) traced of (100 + 100) launches.
-        assert_eq!(recent.share_ppm(), Some(200_000));
-    }
-
-    #[test]
-    fn a_context_idle_in_some_windows_spans_them() {
-        let mut recent = RecentLaunches::default();
-        recent.merge(&spans((1..=10).map(|g| (1, g))));
-        recent.window_started();
-        recent.window_started();
-        recent.window_started();
-        recent.merge(&spans((301..=310).map(|g| (1, g))));
-        assert_eq!(recent.share_ppm(), Some(33_333), "10 of 300");
+        assert_eq!(period_share_ppm(&this, &next, TIME), 200_000);
     }
 
     #[test]
     fn buffers_merged_out_of_order_count_the_same() {
-        let mut recent = RecentLaunches::default();
-        recent.merge(&spans((6..=10).rev().map(|g| (1, g))));
-        recent.merge(&spans((1..=5).map(|g| (1, g))));
-        recent.window_started();
-        recent.merge(&spans((101..=110).map(|g| (1, g))));
-        assert_eq!(recent.share_ppm(), Some(100_000));
+        let mut this = spans((6..=10).rev().map(|g| (1, g)));
+        this.merge(&spans((1..=5).map(|g| (1, g))));
+        assert_eq!(this, window(1, 10));
     }
 
     #[test]
-    fn ids_that_do_not_number_launches_give_no_share() {
-        let mut recent = windows([1, 101, 201], 10);
-        recent.merge(&spans([(1, 0)]));
-        assert_eq!(recent.share_ppm(), None, "zero id");
-        let mut recent = windows([1, 101, 201], 10);
-        recent.merge(&spans([(1, -4)]));
-        assert_eq!(recent.share_ppm(), None, "negative id");
-        let mut recent = windows([1, 101, 201], 10);
-        recent.merge(&spans([(1, 205), (1, 205), (1, 205)]));
-        assert_eq!(recent.share_ppm(), None, "13 records over 10 ids");
-    }
-
-    #[test]
-    fn only_the_last_windows_count() {
-        let n = WINDOWS as i64;
-        // A phase tracing 50 of every 100 launches, then one tracing 10.
-        let mut recent = windows((0..n).map(|p| 1 + 100 * p), 50);
-        assert_eq!(recent.share_ppm(), Some(500_000));
-        for p in n..2 * n {
-            recent.window_started();
-            recent.merge(&spans((1 + 100 * p..11 + 100 * p).map(|g| (1, g))));
-        }
+    fn without_a_measurable_context_the_share_of_time_is_used() {
+        let empty = LaunchSpans::default();
+        assert_eq!(period_share_ppm(&empty, &window(1, 5), TIME), TIME);
         assert_eq!(
-            recent.share_ppm(),
-            Some(100_000),
-            "the first phase is forgotten"
+            period_share_ppm(&window(1, 10), &empty, TIME),
+            TIME,
+            "idle next window"
+        );
+        let sparse = spans([(1, 1), (1, 1000)]);
+        assert_eq!(
+            period_share_ppm(&sparse, &window(5001, 5), TIME),
+            TIME,
+            "2 of 1000 ids"
+        );
+        let outlier = spans((1..=10).map(|g| (1, g)).chain([(1, 9_000_000)]));
+        assert_eq!(
+            period_share_ppm(&outlier, &window(101, 5), TIME),
+            TIME,
+            "one stray id"
+        );
+        assert_eq!(
+            period_share_ppm(&window(101, 10), &window(1, 10), TIME),
+            TIME,
+            "backwards"
+        );
+        let repeated = spans([(1, 5), (1, 5), (1, 5)]);
+        assert_eq!(
+            period_share_ppm(&repeated, &window(101, 5), TIME),
+            TIME,
+            "repeats"
+        );
+        let zero = spans([(1, 0), (1, -3)]);
+        assert_eq!(
+            period_share_ppm(&zero, &window(101, 5), TIME),
+            TIME,
+            "not positive"
         );
     }
 
     #[test]
-    fn contexts_beyond_the_bound_are_ignored() {
-        let mut recent = RecentLaunches::default();
-        let contexts = 0..(MAX_CONTEXTS as u32 + 10);
-        recent.merge(&spans(contexts.clone().map(|c| (c, 1))));
-        assert_eq!(recent.windows[0].contexts.len(), MAX_CONTEXTS);
-        recent.window_started();
-        recent.merge(&spans(contexts.map(|c| (c, 5))));
-        assert_eq!(
-            recent.share_ppm(),
-            Some(250_000),
-            "1 of 4 in each context followed"
-        );
+    fn unmeasurable_contexts_count_at_the_share_of_time_beside_measured_ones() {
+        // Context 1: 10 of 100 launches. Context 2 is idle in the next window, so its
+        // 10 records stand for 10 / 5% = 200 launches: 20 of 300 in all.
+        let this = spans((1..=10).map(|g| (1, g)).chain((501..=510).map(|g| (2, g))));
+        assert_eq!(period_share_ppm(&this, &window(101, 10), TIME), 66_666);
+    }
+
+    #[test]
+    fn contexts_beyond_the_bound_count_at_the_share_of_time() {
+        let contexts = 0..(MAX_CONTEXTS as u32 + 1);
+        let this = spans(contexts.clone().flat_map(|c| [(c, 1), (c, 2)]));
+        let next = spans(contexts.map(|c| (c, 21)));
+        assert_eq!(this.contexts.len(), MAX_CONTEXTS);
+        assert_eq!(this.unfollowed, 2);
+        // 64 contexts at 2 of 20 launches; the last one's 2 records at 5%: 130 of 1320.
+        assert_eq!(period_share_ppm(&this, &next, TIME), 98_484);
     }
 }

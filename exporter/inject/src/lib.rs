@@ -5,8 +5,9 @@
 //! CUPTI delivers activity buffers ([`buffers`], [`cupti`]), their records
 //! ([`records`]) are summed per buffer ([`batch`]) and aggregated ([`aggregate`]) and a background thread ships the
 //! aggregates to the exporter's socket ([`sender`]), configured by environment
-//! variables ([`config`]). Between samples CUPTI leaves the process ([`detach`]), and
-//! sampled counts are scaled by the traced share of launches ([`launch_share`]).
+//! variables ([`config`]). Between samples CUPTI leaves the process ([`detach`]);
+//! each sampled window is held ([`windows`]) until its share of its period's launches
+//! is known ([`launch_share`]) and travels with it ([`sample`]).
 //! [`injection`] is the entry point CUDA calls;
 //! [`tracing_state`] tells the application whether records are being collected.
 
@@ -19,6 +20,8 @@ pub mod detach;
 pub mod injection;
 pub mod launch_share;
 pub mod records;
+pub mod sample;
 pub mod sender;
 pub mod tracing_state;
+pub mod windows;
 pub mod wire;

@@ -11,6 +11,7 @@
 //! unless the exporter itself dies after reading them.
 
 use crate::aggregate::Aggregator;
+use crate::sample::Sample;
 use crate::wire::{encode_delta, encode_hello, Hello};
 use std::io::ErrorKind;
 use std::os::fd::AsRawFd;
@@ -30,12 +31,11 @@ pub trait Source: Send + 'static {
     /// Asks for buffered records to be delivered now (`forced` also delivers buffers
     /// with records still in flight; used at exit).
     fn flush(&self, forced: bool);
-    /// Everything aggregated since the previous call.
-    fn take(&self) -> Aggregator;
+    /// Everything ready to send since the previous call, with the share of the
+    /// activity it samples (a sampled window is ready once its period is measured).
+    fn take(&self) -> Sample;
     /// The UUID of a CUDA device ordinal, if known.
     fn uuid(&self, ordinal: u32) -> Option<[u8; 16]>;
-    /// Fraction of time kernels are traced, in ppm.
-    fn duty_ppm(&self) -> u32;
 }
 
 /// Counters of the sender, for tests and diagnostics.
@@ -55,7 +55,7 @@ struct Connection {
     stream: UnixStream,
     outbox: Vec<u8>,
     written: usize,
-    in_flight: Option<Aggregator>,
+    in_flight: Option<Sample>,
     last_progress: Instant,
 }
 
@@ -64,7 +64,7 @@ pub struct Sender<S: Source> {
     socket: PathBuf,
     hello: Hello,
     source: S,
-    unsent: Aggregator,
+    unsent: Sample,
     conn: Option<Connection>,
     seq: u64,
     backoff: Duration,
@@ -81,7 +81,7 @@ impl<S: Source> Sender<S> {
             socket,
             hello,
             source,
-            unsent: Aggregator::new(max_kernels),
+            unsent: Sample::new(Aggregator::new(max_kernels), crate::wire::FULL_DUTY_PPM),
             conn: None,
             seq: 0,
             backoff: min_backoff,
@@ -181,8 +181,9 @@ impl<S: Source> Sender<S> {
                     return;
                 }
                 let batch = self.unsent.take();
-                let delta =
-                    batch.to_delta(self.seq, self.source.duty_ppm(), |o| self.source.uuid(o));
+                let delta = batch
+                    .records
+                    .to_delta(self.seq, batch.share_ppm(), |o| self.source.uuid(o));
                 self.seq += 1;
                 conn.outbox = encode_delta(&delta).concat();
                 conn.written = 0;

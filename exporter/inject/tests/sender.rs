@@ -1,6 +1,7 @@
 //! The sender against real Unix sockets: reconnects, re-sends, never blocks.
 
 use poolprof_inject::aggregate::{Aggregator, KernelRun};
+use poolprof_inject::sample::Sample;
 use poolprof_inject::sender::{spawn, Sender, Source};
 use poolprof_inject::wire::{read_message, Delta, DutyCycle, Geometry, Hello, Message};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -39,14 +40,11 @@ impl Source for Fake {
             self.forced_flushes.fetch_add(1, Ordering::SeqCst);
         }
     }
-    fn take(&self) -> Aggregator {
-        self.agg.lock().unwrap().take()
+    fn take(&self) -> Sample {
+        Sample::new(self.agg.lock().unwrap().take(), 1_000_000)
     }
     fn uuid(&self, _: u32) -> Option<[u8; 16]> {
         Some([1; 16])
-    }
-    fn duty_ppm(&self) -> u32 {
-        1_000_000
     }
 }
 
