@@ -4,9 +4,11 @@
 #  1. start the release exporter (NVML backend; the simulator if NVML fails) with its
 #     kernel listener on a socket in a temporary folder, pinned away from the
 #     benchmark's CPUs;
-#  2. correctness (VALIDATE=1), tracing every launch: a GPU-bound bf16 GEMM loop (and a
-#     training loop), the exporter's kernel time against CUDA-event timing of the same
-#     loop (GEMM within 5%); then (MEMCPY_CHECK=1) host-to-device copies of a known size
+#  2. correctness (VALIDATE=1), tracing every launch: a GPU-bound bf16 GEMM loop, the
+#     exporter's kernel time against CUDA-event timing of the same loop (within 5%);
+#     sampling accuracy: each program of SAMPLED_STEPS traced at every launch and then
+#     sampled, the exporter's totals per process compared; then (MEMCPY_CHECK=1)
+#     host-to-device copies of a known size
 #     under the library's defaults (sampled): the exporter's scaled-up bytes against
 #     the bytes copied;
 #  3. overhead WITHIN ONE PROCESS (AB_SECONDS > 0; inject_ab.py): with
@@ -26,13 +28,13 @@
 # skipped), SETS (2), ROUNDS (rounds per program and set, default 30), TURN_SECONDS
 # (0.25), VARIANTS (bench/inject/overhead.py's; default base,lib,lib_never,lib_always,prof), BUDGET_S (the
 # turn-taking benchmark starts no set that would end after this many seconds of the
-# run; default 540; 60 or less skips it), EVERY_STEPS (programs and steps traced at
-# every launch after the GEMM loop, default train=200,infer=20,tiny=200), SAMPLED_STEPS
-# (the same programs under the library's defaults, to compare per step with them; default
-# train=1000,infer=100,tiny=1000), MEMCPY_SECONDS (10), DUTY_UNDER_TEST (the
+# run; default 540; 60 or less skips it), SAMPLED_STEPS (programs and steps of the
+# sampling accuracy check, each in its own process traced at every launch with
+# EVERY_STEPS's steps, then sampled under the library's defaults; defaults
+# train=1000,infer=100,tiny=1000 and train=200,infer=20,tiny=200), SAMPLED_SETTLE (10), MEMCPY_SECONDS (10), DUTY_UNDER_TEST (the
 # POOLPROF_INJECT_DUTY of those two checks; default the library's), EXPORTER, INJECT_LIB (default the target/release files), PIN
 # (default 1; 0 = no CPU pinning). Results: kernels.log, exporter.log, validate.json,
-# validate-sampled-PROGRAM.json, memcpy.json, ab.json, overhead.json (+ one log per benchmarked process),
+# every-PROGRAM.json, sampled-PROGRAM.json, totals-*.json, memcpy.json, ab.json, overhead.json (+ one log per benchmarked process),
 # kernel-metrics.prom, summary.md.
 set -uo pipefail
 export PYTHONDONTWRITEBYTECODE=1
@@ -174,22 +176,36 @@ summarize() {
 }
 
 # 2. correctness
+# A program traced at every launch, then sampled under the library's defaults, each in
+# its own process with a fixed warm-up, so each process launches a known number of
+# kernels; the exporter's totals for each process after it exited are compared, free
+# of the up-to-one-period error of counting over an interval.
+WARM_STEPS=20
+check_program() { # mode (every|sampled), program, steps
+  local mode=$1 name=$2 steps=$3 env_=() settle=2.5
+  if [[ $mode == every ]]; then env_=("${inject_env[@]}" "${every_launch[@]}"); else env_=("${sampled_env[@]}"); settle=$SAMPLED_SETTLE; fi
+  log "validate: $name x$steps, $mode"
+  timeout "$(limit_for "$name=$steps")" env "${env_[@]}" POOLPROF_WORKLOAD="h100-$mode-$name" PYTHONUNBUFFERED=1 \
+    python3 "$WORKLOADS" validate --sampled --steps "$name=$steps" --warm-steps "$WARM_STEPS" --settle "$settle" \
+    --metrics-url "$URL" --workload "h100-$mode-$name" --out "$OUT/$mode-$name.json" >> "$LOG" 2>&1 \
+    || log "$mode $name exited $? (kernels.log); going on"
+  python3 "$WORKLOADS" totals --metrics-url "$URL" --workload "h100-$mode-$name" \
+    --out "$OUT/totals-$mode-$name.json" >> "$LOG" 2>&1 || log "no totals for $mode $name"
+}
 if [[ "$VALIDATE" == 1 ]]; then
-  log "validate: GEMM loop against CUDA events, then $EVERY_STEPS, every launch traced"
-  timeout $(( 60 + $(limit_for "$EVERY_STEPS") )) env "${inject_env[@]}" "${every_launch[@]}" POOLPROF_WORKLOAD=h100-validate PYTHONUNBUFFERED=1 \
+  log "validate: GEMM loop against CUDA events, every launch traced"
+  timeout 120 env "${inject_env[@]}" "${every_launch[@]}" POOLPROF_WORKLOAD=h100-validate PYTHONUNBUFFERED=1 \
     python3 "$WORKLOADS" validate --metrics-url "$URL" --workload h100-validate \
-    --steps "$EVERY_STEPS" --out "$OUT/validate.json" >> "$LOG" 2>&1
+    --steps "" --out "$OUT/validate.json" >> "$LOG" 2>&1
   rc=$?
   grep -m3 '^poolprof-inject:' "$LOG" >&2 && log "the library stepped aside (see above)"
   (( rc == 0 )) || log "validate exited $rc (kernels.log); going on"
-  # One process per program: the library's launch share covers its last 32 s, so a
-  # program run after another in one process would be scaled partly by the other's.
+  declare -A every_steps
+  for item in ${EVERY_STEPS//,/ }; do every_steps[${item%%=*}]=${item#*=}; done
   for item in ${SAMPLED_STEPS//,/ }; do
-    log "validate: ${item%%=*} x${item#*=} under the library's defaults (sampled, scaled up)"
-    timeout "$(limit_for "$item")" env "${sampled_env[@]}" POOLPROF_WORKLOAD="h100-sampled-${item%%=*}" PYTHONUNBUFFERED=1 \
-      python3 "$WORKLOADS" validate --sampled --steps "$item" --settle "$SAMPLED_SETTLE" --metrics-url "$URL" \
-      --workload "h100-sampled-${item%%=*}" --out "$OUT/validate-sampled-${item%%=*}.json" >> "$LOG" 2>&1 \
-      || log "sampled validate of $item exited $? (kernels.log); going on"
+    name=${item%%=*}
+    check_program every "$name" "${every_steps[$name]:-100}"
+    check_program sampled "$name" "${item#*=}"
   done
 fi
 if [[ "$MEMCPY_CHECK" == 1 ]]; then

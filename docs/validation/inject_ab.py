@@ -263,21 +263,37 @@ def summary(folder):
         g = v["comparisons"][0]["ratio"] if v.get("comparisons") else None
         out(f"\nGEMM loop within 5%: {'yes' if g is not None and abs(g - 1) <= 0.05 else 'NO'} "
             "(the training loop's events also count the gaps between kernels).\n")
-    sampled = [load(os.path.basename(f)) for f in sorted(glob.glob(os.path.join(folder, "validate-sampled-*.json")))]
-    every = {r["program"]: r for r in (v or {}).get("comparisons", []) if "program" in r}
-    pairs = [(r, every[r["program"]], sv) for sv in sampled if sv
-             for r in sv.get("comparisons", []) if r.get("program") in every]
-    if pairs:
-        per = lambda r, k: r[k] / r["iterations"]  # noqa: E731
-        out("## Sampling accuracy: sampled and scaled up / every launch traced, per step\n")
-        out("| program | duty | steps sampled / every launch | kernel time | launches | sampling ratio at the end |")
-        out("| --- | --- | --- | ---: | ---: | ---: |")
-        for s_row, e_row, sv in pairs:
-            ratio = sv.get("sampling_ratio")
-            out(f"| {s_row['program']} | {sv['duty']} | {s_row['iterations']} / {e_row['iterations']} | "
-                f"{per(s_row, 'exporter_kernel_seconds') / per(e_row, 'exporter_kernel_seconds'):.3f} | "
-                f"{per(s_row, 'exporter_launches') / per(e_row, 'exporter_launches'):.3f} | "
-                f"{'-' if ratio is None else f'{ratio:.4f}'} |")
+    names = sorted(os.path.basename(f)[len("every-"):-len(".json")]
+                   for f in glob.glob(os.path.join(folder, "every-*.json")))
+    rows = []
+    for name in names:
+        e, smp = load(f"every-{name}.json"), load(f"sampled-{name}.json")
+        te, ts = load(f"totals-every-{name}.json"), load(f"totals-sampled-{name}.json")
+        if not (e and smp and te and ts and e.get("comparisons") and smp.get("comparisons")):
+            continue
+        rows.append((name, e["comparisons"][0], smp["comparisons"][0], te, ts, smp))
+    if rows:
+        out("## Sampling accuracy: sampled and scaled up against every launch traced\n")
+        out("Whole process: the exporter's totals after the process exited, against what the same program "
+            "launches with every launch traced (its launches and kernel time per step, and its launches outside "
+            "the steps, for model set-up; both processes warm up with the same number of steps). Timed interval: per step between two scrapes, which "
+            "can be off by up to one duty-cycle period of work.\n")
+        out("| program | steps every / sampled | launches per step | launches outside steps | whole process: launches "
+            "| whole process: kernel time | interval: launches | interval: kernel time | sampling ratio at the end |")
+        out("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+        for name, er, sr, te, ts, smp in rows:
+            warm = er.get("warm_steps") or 0
+            ratios = []
+            for key, total in (("exporter_launches", "launches"), ("exporter_kernel_seconds", "kernel_seconds")):
+                per_step = er[key] / er["iterations"]
+                outside = te[total] - (warm + er["iterations"]) * per_step
+                predicted = outside + (warm + sr["iterations"]) * per_step
+                ratios.append((per_step, outside, ts[total] / predicted if predicted else float("nan"),
+                               (sr[key] / sr["iterations"]) / per_step if per_step else float("nan")))
+            (n_step, n_out, n_whole, n_int), (_, _, t_whole, t_int) = ratios
+            ratio = smp.get("sampling_ratio")
+            out(f"| {name} | {er['iterations']} / {sr['iterations']} | {n_step:.1f} | {n_out:.0f} | **{n_whole:.3f}** "
+                f"| **{t_whole:.3f}** | {n_int:.3f} | {t_int:.3f} | {'-' if ratio is None else f'{ratio:.4f}'} |")
         out("\n1 = the sample is unbiased.\n")
     m = load("memcpy.json")
     if m:

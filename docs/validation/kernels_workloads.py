@@ -343,9 +343,16 @@ def compare_with_exporter(args, label, iterations, run):
     }
 
 
-def program_loop(torch, name, iterations):
+def program_loop(torch, name, iterations, warm_steps=None):
+    """`run` times `iterations` steps of program `name` with CUDA events, after a
+    warm-up of `warm_steps` steps (a fixed launch count) or else of about a second."""
     step = PROGRAMS[name](torch)
-    warm_up(torch, step, 1.0)
+    if warm_steps is None:
+        warm_up(torch, step, 1.0)
+    else:
+        for _ in range(warm_steps):
+            step()
+        torch.cuda.synchronize()
 
     def run():
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -391,12 +398,25 @@ def cmd_validate(args):
                                           args.gemm_iterations, run))
     for name, iterations in args.steps.items():
         row = compare_with_exporter(args, f"{name} x{iterations}", iterations,
-                                    program_loop(torch, name, iterations))
-        rows.append({"program": name, **row})
+                                    program_loop(torch, name, iterations, args.warm_steps))
+        rows.append({"program": name, "warm_steps": args.warm_steps, **row})
     result = {"comparisons": rows, "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "duty": os.environ.get("POOLPROF_INJECT_DUTY", "default"), "sampled": args.sampled,
               "sampling_ratio": sampling_ratio(args.metrics_url, args.workload),
               "rss_peak_bytes": proc_status("VmHWM")}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(json.dumps(result))
+
+
+def cmd_totals(args):
+    """A workload's whole kernel launches and kernel seconds, read after its process
+    exited (the library sends everything at exit; the exporter keeps the series)."""
+    time.sleep(args.settle)
+    url, w = args.metrics_url, args.workload
+    result = {"workload": w,
+              "launches": workload_total(url, "poolprof_kernel_launches_total", w),
+              "kernel_seconds": workload_total(url, "poolprof_kernel_duration_seconds_total", w)}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     print(json.dumps(result))
@@ -449,8 +469,15 @@ def main():
     v.add_argument("--gemm-iterations", type=int, default=300)
     v.add_argument("--steps", default="train=200", help="PROGRAM=STEPS,... run after the GEMM loop")
     v.add_argument("--sampled", action="store_true", help="no GEMM loop (duty-cycle accuracy of --steps)")
+    v.add_argument("--warm-steps", type=int, default=None,
+                   help="warm up with this many steps (a fixed launch count) instead of about a second")
     v.add_argument("--settle", type=float, default=2.5, help="seconds for reports to reach /metrics")
     v.add_argument("--out", required=True)
+    t = sub.add_parser("totals")
+    t.add_argument("--metrics-url", required=True)
+    t.add_argument("--workload", required=True)
+    t.add_argument("--settle", type=float, default=2.0, help="seconds for the exit report to reach /metrics")
+    t.add_argument("--out", required=True)
     m = sub.add_parser("memcpy")
     m.add_argument("--metrics-url", required=True)
     m.add_argument("--workload", required=True, help="the POOLPROF_WORKLOAD this process runs under")
@@ -469,6 +496,8 @@ def main():
         except ValueError as e:
             sys.exit(f"validate: --steps {e}")
         cmd_validate(args)
+    elif args.cmd == "totals":
+        cmd_totals(args)
     elif args.cmd == "memcpy":
         if not (1 <= args.mib <= 4096 and 1 <= args.seconds <= 120):
             sys.exit("memcpy: --mib 1..4096, --seconds 1..120")
