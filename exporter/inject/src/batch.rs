@@ -269,7 +269,7 @@ mod tests {
         let next = batch_of_one(&k, 11);
         // 3 records of the 10 launches numbered 1..=10, up to the next window.
         assert_eq!(
-            period_share_ppm(batch.launches(), next.launches(), 1),
+            period_share_ppm(batch.launches(), next.launches(), 1, None),
             300_000
         );
     }

@@ -22,6 +22,8 @@ use std::collections::BTreeMap;
 
 /// Most contexts followed per window.
 pub const MAX_CONTEXTS: usize = 64;
+/// Most launches before a process's first window, in periods of it, counted from id 1.
+const MAX_OPENING_PERIODS: u64 = 16;
 
 /// Grid ids traced in one context: the lowest, the highest and how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,9 +98,17 @@ impl LaunchSpans {
 
 /// The share of its period's launches that `window` traced, in ppm (1..=1 000 000):
 /// the period runs from the window's first grid id to `next` window's, per context.
-/// A context that cannot be measured so (see the module) counts at `time_ppm`, the
-/// traced share of time; so does everything when no context can.
-pub fn period_share_ppm(window: &LaunchSpans, next: &LaunchSpans, time_ppm: u32) -> u32 {
+/// For `opening`, the process's first context in its first window, it runs from grid
+/// id 1 instead: the launches before the first window (CUDA start-up takes longer than
+/// a window, so a process's first kernels fall between windows) count at that window's
+/// mix rather than not at all. A context that cannot be measured (see the module)
+/// counts at `time_ppm`, the traced share of time; so does everything when none can.
+pub fn period_share_ppm(
+    window: &LaunchSpans,
+    next: &LaunchSpans,
+    time_ppm: u32,
+    opening: Option<u32>,
+) -> u32 {
     let time_ppm = u128::from(time_ppm.clamp(1, FULL_DUTY_PPM));
     let million = u128::from(FULL_DUTY_PPM);
     // Launches are summed in millionths, so records at the share of time add exactly.
@@ -113,7 +123,13 @@ pub fn period_share_ppm(window: &LaunchSpans, next: &LaunchSpans, time_ppm: u32)
     for (context, span) in &window.contexts {
         match next.contexts.get(context) {
             Some(after) if span.dense() && after.dense() && after.first > span.last => {
-                let period = span.first.abs_diff(after.first);
+                let mut period = span.first.abs_diff(after.first);
+                let before = span.first.abs_diff(1);
+                // Ids numbering from 1 put a few periods of start-up before the first
+                // window, not more.
+                if opening == Some(*context) && before <= MAX_OPENING_PERIODS * period {
+                    period += before;
+                }
                 add(span.traced, u128::from(period) * million);
                 measured = true;
             }
@@ -149,19 +165,42 @@ mod tests {
     fn a_window_holds_its_records_over_the_launches_until_the_next_window() {
         // 10 traced of the 100 launches numbered 1..=100.
         assert_eq!(
-            period_share_ppm(&window(1, 10), &window(101, 10), TIME),
+            period_share_ppm(&window(1, 10), &window(101, 10), TIME, None),
             100_000
         );
         // A program twice as fast between windows as while traced: 10 of 200.
         assert_eq!(
-            period_share_ppm(&window(1, 10), &window(201, 10), TIME),
+            period_share_ppm(&window(1, 10), &window(201, 10), TIME, None),
             50_000
         );
     }
 
     #[test]
+    fn the_first_window_of_the_first_context_also_stands_for_the_launches_before_it() {
+        // 90 launches before the first window, then 10 traced of 100.
+        let (first, next) = (window(91, 10), window(191, 10));
+        assert_eq!(
+            period_share_ppm(&first, &next, TIME, Some(1)),
+            52_631,
+            "10 of 190"
+        );
+        assert_eq!(
+            period_share_ppm(&first, &next, TIME, Some(2)),
+            100_000,
+            "another context"
+        );
+        let late = window(5_000_001, 10);
+        let after = window(5_000_101, 10);
+        assert_eq!(
+            period_share_ppm(&late, &after, TIME, Some(1)),
+            100_000,
+            "ids far beyond a few periods are not counted from 1"
+        );
+    }
+
+    #[test]
     fn a_window_that_traced_every_launch_of_its_period_reads_one() {
-        let burst_then_idle = period_share_ppm(&window(1, 40), &window(41, 3), TIME);
+        let burst_then_idle = period_share_ppm(&window(1, 40), &window(41, 3), TIME, None);
         assert_eq!(burst_then_idle, FULL_DUTY_PPM);
     }
 
@@ -178,7 +217,7 @@ mod tests {
                 .chain((1101..=1110).map(|g| (2, g))),
         );
         // (10 + 30) traced of (100 + 100) launches.
-        assert_eq!(period_share_ppm(&this, &next, TIME), 200_000);
+        assert_eq!(period_share_ppm(&this, &next, TIME, None), 200_000);
     }
 
     #[test]
@@ -191,38 +230,38 @@ mod tests {
     #[test]
     fn without_a_measurable_context_the_share_of_time_is_used() {
         let empty = LaunchSpans::default();
-        assert_eq!(period_share_ppm(&empty, &window(1, 5), TIME), TIME);
+        assert_eq!(period_share_ppm(&empty, &window(1, 5), TIME, None), TIME);
         assert_eq!(
-            period_share_ppm(&window(1, 10), &empty, TIME),
+            period_share_ppm(&window(1, 10), &empty, TIME, None),
             TIME,
             "idle next window"
         );
         let sparse = spans([(1, 1), (1, 1000)]);
         assert_eq!(
-            period_share_ppm(&sparse, &window(5001, 5), TIME),
+            period_share_ppm(&sparse, &window(5001, 5), TIME, None),
             TIME,
             "2 of 1000 ids"
         );
         let outlier = spans((1..=10).map(|g| (1, g)).chain([(1, 9_000_000)]));
         assert_eq!(
-            period_share_ppm(&outlier, &window(101, 5), TIME),
+            period_share_ppm(&outlier, &window(101, 5), TIME, None),
             TIME,
             "one stray id"
         );
         assert_eq!(
-            period_share_ppm(&window(101, 10), &window(1, 10), TIME),
+            period_share_ppm(&window(101, 10), &window(1, 10), TIME, None),
             TIME,
             "backwards"
         );
         let repeated = spans([(1, 5), (1, 5), (1, 5)]);
         assert_eq!(
-            period_share_ppm(&repeated, &window(101, 5), TIME),
+            period_share_ppm(&repeated, &window(101, 5), TIME, None),
             TIME,
             "repeats"
         );
         let zero = spans([(1, 0), (1, -3)]);
         assert_eq!(
-            period_share_ppm(&zero, &window(101, 5), TIME),
+            period_share_ppm(&zero, &window(101, 5), TIME, None),
             TIME,
             "not positive"
         );
@@ -233,7 +272,10 @@ mod tests {
         // Context 1: 10 of 100 launches. Context 2 is idle in the next window, so its
         // 10 records stand for 10 / 5% = 200 launches: 20 of 300 in all.
         let this = spans((1..=10).map(|g| (1, g)).chain((501..=510).map(|g| (2, g))));
-        assert_eq!(period_share_ppm(&this, &window(101, 10), TIME), 66_666);
+        assert_eq!(
+            period_share_ppm(&this, &window(101, 10), TIME, None),
+            66_666
+        );
     }
 
     #[test]
@@ -244,6 +286,6 @@ mod tests {
         assert_eq!(this.contexts.len(), MAX_CONTEXTS);
         assert_eq!(this.unfollowed, 2);
         // 64 contexts at 2 of 20 launches; the last one's 2 records at 5%: 130 of 1320.
-        assert_eq!(period_share_ppm(&this, &next, TIME), 98_484);
+        assert_eq!(period_share_ppm(&this, &next, TIME, None), 98_484);
     }
 }

@@ -42,6 +42,8 @@ pub struct Windows {
     current: Window,
     pending: Option<Pending>,
     ready: Sample,
+    /// A window with launches was measured: the process's first context is known.
+    opened: bool,
 }
 
 impl Windows {
@@ -52,6 +54,7 @@ impl Windows {
             current: Window::new(max_kernels),
             pending: None,
             ready: Sample::new(Aggregator::new(max_kernels), share_ppm),
+            opened: false,
         }
     }
 
@@ -93,7 +96,13 @@ impl Windows {
 
     fn measure_pending(&mut self, next: &LaunchSpans) -> Option<u32> {
         let Pending { window, time_ppm } = self.pending.take()?;
-        let share = period_share_ppm(&window.launches, next, time_ppm);
+        // The process's first window with launches also stands for those before it.
+        let opening = match self.opened {
+            true => None,
+            false => window.launches.contexts().min_by_key(|c| c.1).map(|c| c.0),
+        };
+        self.opened |= opening.is_some();
+        let share = period_share_ppm(&window.launches, next, time_ppm, opening);
         if !window.records.is_empty() {
             self.ready.absorb(Sample::new(window.records, share));
         }
@@ -141,6 +150,26 @@ mod tests {
         launch(&mut w, 301, 10);
         assert_eq!(w.window_ended(TIME), Some(100_000), "10 of 100");
         assert_eq!(w.take_ready().share_ppm(), 100_000);
+    }
+
+    #[test]
+    fn the_first_window_with_launches_also_stands_for_those_before_it() {
+        let mut w = Windows::new(64, TIME);
+        w.window_ended(TIME); // CUDA still starting: no launch
+        launch(&mut w, 101, 10); // 100 launches happened before this window
+        assert_eq!(w.window_ended(TIME), Some(TIME), "nothing to measure yet");
+        launch(&mut w, 201, 10);
+        assert_eq!(
+            w.window_ended(TIME),
+            Some(50_000),
+            "10 of the 200 from id 1"
+        );
+        launch(&mut w, 301, 10);
+        assert_eq!(
+            w.window_ended(TIME),
+            Some(100_000),
+            "later windows: 10 of 100"
+        );
     }
 
     #[test]
