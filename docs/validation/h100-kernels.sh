@@ -31,7 +31,7 @@
 # run; default 540; 60 or less skips it), SAMPLED_STEPS (programs and steps of the
 # sampling accuracy check, each in its own process traced at every launch with
 # EVERY_STEPS's steps, then sampled under the library's defaults; defaults
-# train=1000,infer=100,tiny=1000 and train=200,infer=20,tiny=200), SAMPLED_SETTLE (10), MEMCPY_SECONDS (10), DUTY_UNDER_TEST (the
+# train=1000,infer=100,tiny=1000 and train=200,infer=20,tiny=200), SAMPLED_SETTLE (15), MEMCPY_SECONDS (10), DUTY_UNDER_TEST (the
 # POOLPROF_INJECT_DUTY of those two checks; default the library's), EXPORTER, INJECT_LIB (default the target/release files), PIN
 # (default 1; 0 = no CPU pinning). Results: kernels.log, exporter.log, validate.json,
 # every-PROGRAM.json, sampled-PROGRAM.json, totals-*.json, memcpy.json, ab.json, overhead.json (+ one log per benchmarked process),
@@ -44,9 +44,9 @@ OUT=${OUT:-$(mktemp -d -t poolprof-kernels.XXXXXX)}
 VALIDATE=${VALIDATE:-1}
 MEMCPY_CHECK=${MEMCPY_CHECK:-1}
 EVERY_STEPS=${EVERY_STEPS:-train=200,infer=20,tiny=200}
-# A sampled window is reported once the next window ended (one period, 4 s by
-# default), so sampled checks wait longer for the last reports.
-SAMPLED_SETTLE=${SAMPLED_SETTLE:-10}
+# A sampled window is reported once its process launched again in a later window
+# (a period, 4 s by default; up to three when idle), so sampled checks wait longer.
+SAMPLED_SETTLE=${SAMPLED_SETTLE:-15}
 SAMPLED_STEPS=${SAMPLED_STEPS:-train=1000,infer=100,tiny=1000}
 MEMCPY_SECONDS=${MEMCPY_SECONDS:-10}
 DUTY_UNDER_TEST=${DUTY_UNDER_TEST:-}

@@ -429,14 +429,16 @@ impl CuptiSwitch {
         if let Some(log) = &mut self.window_log {
             log_window(log, self.started.elapsed(), windows.current());
         }
-        let share = windows.window_ended(shared.duty_ppm.load(Ordering::Relaxed));
-        if let (Some(log), Some(share)) = (&mut self.window_log, share) {
+        let shares = windows.window_ended(shared.duty_ppm.load(Ordering::Relaxed));
+        if let Some(log) = &mut self.window_log {
             use std::io::Write;
-            let _ = writeln!(
-                log,
-                "pid={} previous_window_share_ppm={share}",
-                std::process::id()
-            );
+            for share in shares {
+                let _ = writeln!(
+                    log,
+                    "pid={} measured_window_share_ppm={share}",
+                    std::process::id()
+                );
+            }
         }
     }
 

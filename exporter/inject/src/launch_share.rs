@@ -12,8 +12,8 @@
 //! ratio is that period's traced share of launches, whatever the pace.
 //!
 //! A context whose ids do not look like consecutive launch numbers (fewer than half of
-//! a window's ids traced, ids that repeat or go backwards, ids not positive) or that
-//! does not launch in the next window falls back to the traced share of time.
+//! a window's ids traced, ids that repeat or go backwards, ids not positive) falls
+//! back to the traced share of time.
 //! Memory is bounded: at most [`MAX_CONTEXTS`] contexts are followed per window; the
 //! records of others are still counted, at the share of time.
 
@@ -88,6 +88,22 @@ impl LaunchSpans {
         }
     }
 
+    /// Adds the contexts of `later` not seen in this one yet, as they were there: the
+    /// first later window each context launched in, which ends a pending window's
+    /// period.
+    pub fn add_new_contexts(&mut self, later: &LaunchSpans) {
+        for (&context, &span) in &later.contexts {
+            if !self.contexts.contains_key(&context) && self.contexts.len() < MAX_CONTEXTS {
+                self.contexts.insert(context, span);
+            }
+        }
+    }
+
+    /// Whether every context of `self` is in `other`.
+    pub fn contexts_within(&self, other: &LaunchSpans) -> bool {
+        self.contexts.keys().all(|c| other.contexts.contains_key(c))
+    }
+
     /// Each context's (id, first grid id, last grid id, records), for diagnostics.
     pub fn contexts(&self) -> impl Iterator<Item = (u32, i64, i64, u64)> + '_ {
         self.contexts
@@ -97,7 +113,10 @@ impl LaunchSpans {
 }
 
 /// The share of its period's launches that `window` traced, in ppm (1..=1 000 000):
-/// the period runs from the window's first grid id to `next` window's, per context.
+/// the period runs from the window's first grid id to the first in `next`, per
+/// context: `next` holds, for each context, the first later window it launched in.
+/// A context missing from `next` went idle after the window; its launches are taken
+/// halfway between its last traced one and a whole period at the window's pace.
 /// For `opening`, the process's first context in its first window, it runs from grid
 /// id 1 instead: the launches before the first window (CUDA start-up takes longer than
 /// a window, so a process's first kernels fall between windows) count at that window's
@@ -133,7 +152,18 @@ pub fn period_share_ppm(
                 add(span.traced, u128::from(period) * million);
                 measured = true;
             }
-            _ => add(span.traced, at_time_share(span.traced)),
+            // Idle from the window on, for as long as it was waited for: it stopped
+            // somewhere between its last traced launch and a whole period at the
+            // window's pace; halfway errs by at most half of that.
+            None => {
+                let ids = u128::from(span.last.abs_diff(span.first) + 1);
+                add(
+                    span.traced,
+                    (ids * million + at_time_share(span.traced)) / 2,
+                );
+                measured = true;
+            }
+            Some(_) => add(span.traced, at_time_share(span.traced)),
         }
     }
     if !measured {
@@ -231,11 +261,6 @@ mod tests {
     fn without_a_measurable_context_the_share_of_time_is_used() {
         let empty = LaunchSpans::default();
         assert_eq!(period_share_ppm(&empty, &window(1, 5), TIME, None), TIME);
-        assert_eq!(
-            period_share_ppm(&window(1, 10), &empty, TIME, None),
-            TIME,
-            "idle next window"
-        );
         let sparse = spans([(1, 1), (1, 1000)]);
         assert_eq!(
             period_share_ppm(&sparse, &window(5001, 5), TIME, None),
@@ -268,14 +293,28 @@ mod tests {
     }
 
     #[test]
+    fn a_context_that_went_idle_is_taken_halfway_through_its_period() {
+        // 10 records over ids 1..=10; a whole period at 5% would be 200 launches: 105.
+        let share = period_share_ppm(&window(1, 10), &LaunchSpans::default(), TIME, None);
+        assert_eq!(share, 95_238);
+    }
+
+    #[test]
+    fn later_windows_add_only_contexts_not_seen_yet() {
+        let mut later = spans([(1, 101)]);
+        later.add_new_contexts(&spans([(1, 201), (2, 7)]));
+        assert_eq!(later, spans([(1, 101), (2, 7)]));
+        assert!(spans([(2, 1)]).contexts_within(&later));
+        assert!(!spans([(3, 1)]).contexts_within(&later));
+    }
+
+    #[test]
     fn unmeasurable_contexts_count_at_the_share_of_time_beside_measured_ones() {
-        // Context 1: 10 of 100 launches. Context 2 is idle in the next window, so its
-        // 10 records stand for 10 / 5% = 200 launches: 20 of 300 in all.
-        let this = spans((1..=10).map(|g| (1, g)).chain((501..=510).map(|g| (2, g))));
-        assert_eq!(
-            period_share_ppm(&this, &window(101, 10), TIME, None),
-            66_666
-        );
+        // Context 1: 10 of 100 launches. Context 2's ids are sparse (2 records over 100
+        // ids), so its records stand for 2 / 5% = 40 launches: 12 of 140 in all.
+        let this = spans((1..=10).map(|g| (1, g)).chain([(2, 501), (2, 600)]));
+        let next = spans([(1, 101), (2, 700)]);
+        assert_eq!(period_share_ppm(&this, &next, TIME, None), 85_714);
     }
 
     #[test]

@@ -1,14 +1,16 @@
 //! The records of duty-cycle windows, held until each window's period is measured.
 //!
-//! A window's share of its period's launches is known once the next window has
-//! launched (`launch_share`), so a window that ended waits, pending, until the next
-//! one ends; it is then scaled by that share and ready to send. Metrics of a sampled
-//! process therefore lag by one period (4 s by default). Without a duty cycle, and
-//! after it stopped (records stay on to the exit), everything is ready at once.
+//! A window's share of its period's launches is known once each of its contexts
+//! launched in a later window (`launch_share`), so a window that ended waits until
+//! then (at most [`MAX_WAIT_WINDOWS`] windows); it is then scaled by that share and
+//! ready to send. Metrics of a sampled process therefore lag by a period (4 s by
+//! default), more while it pauses. Without a duty cycle, and after it stopped (records
+//! stay on to the exit), everything is ready at once.
 
 use crate::aggregate::Aggregator;
 use crate::launch_share::{period_share_ppm, LaunchSpans};
 use crate::sample::Sample;
+use std::collections::VecDeque;
 
 /// One window's records and the grid ids of its launches.
 #[derive(Debug)]
@@ -28,21 +30,33 @@ impl Window {
     }
 }
 
-/// A window whose period is not measured yet, and the share of time to fall back on.
+/// How many later windows a window waits for each of its contexts to launch again,
+/// which ends its period exactly; a context still idle then is taken as stopped.
+pub const MAX_WAIT_WINDOWS: u32 = 3;
+
+/// A window whose period is not measured yet.
 #[derive(Debug)]
 struct Pending {
     window: Window,
+    /// The traced share of time when it ended, for contexts whose ids are unusable.
     time_ppm: u32,
+    /// Each context's first later window with launches.
+    later: LaunchSpans,
+    /// Later windows that ended since.
+    waited: u32,
+    /// The process's first context, when this is its first window with launches.
+    opening: Option<u32>,
 }
 
-/// The current window, the one before it, and what is ready to send.
+/// The current window, those waiting for their period to be measured, and what is
+/// ready to send.
 #[derive(Debug)]
 pub struct Windows {
     max_kernels: usize,
     current: Window,
-    pending: Option<Pending>,
+    pending: VecDeque<Pending>,
     ready: Sample,
-    /// A window with launches was measured: the process's first context is known.
+    /// A window with launches ended: the process's first context is known.
     opened: bool,
 }
 
@@ -52,7 +66,7 @@ impl Windows {
         Self {
             max_kernels,
             current: Window::new(max_kernels),
-            pending: None,
+            pending: VecDeque::new(),
             ready: Sample::new(Aggregator::new(max_kernels), share_ppm),
             opened: false,
         }
@@ -64,17 +78,34 @@ impl Windows {
     }
 
     /// The current window ended (its records all arrived) with `time_ppm` the traced
-    /// share of time so far: the window before it is measured against it and made
-    /// ready, and it becomes the pending one. Returns the share given to the window
-    /// made ready, if any.
-    pub fn window_ended(&mut self, time_ppm: u32) -> Option<u32> {
+    /// share of time so far. Earlier windows whose contexts all launched again, or that
+    /// waited [`MAX_WAIT_WINDOWS`], are measured and made ready; the shares they were
+    /// given are returned.
+    pub fn window_ended(&mut self, time_ppm: u32) -> Vec<u32> {
         let ended = std::mem::replace(&mut self.current, Window::new(self.max_kernels));
-        let share = self.measure_pending(&ended.launches);
-        self.pending = Some(Pending {
+        for pending in &mut self.pending {
+            pending.later.add_new_contexts(&ended.launches);
+            pending.waited += 1;
+        }
+        let shares = self.release(|p| {
+            p.window.launches.contexts_within(&p.later) || p.waited >= MAX_WAIT_WINDOWS
+        });
+        if ended.records.is_empty() {
+            return shares;
+        }
+        let opening = match self.opened {
+            true => None,
+            false => ended.launches.contexts().min_by_key(|c| c.1).map(|c| c.0),
+        };
+        self.opened |= opening.is_some();
+        self.pending.push_back(Pending {
             window: ended,
             time_ppm,
+            later: LaunchSpans::default(),
+            waited: 0,
+            opening,
         });
-        share
+        shares
     }
 
     /// What is ready to send, while a duty cycle runs.
@@ -82,31 +113,41 @@ impl Windows {
         self.ready.take()
     }
 
-    /// Everything held, when no duty cycle runs (any more): the pending window,
+    /// Everything held, when no duty cycle runs (any more): the windows waiting,
     /// measured against the current one, and the current one as a `current_ppm`
     /// sample (every launch since it began was traced, unless records are never on).
     pub fn take_all(&mut self, current_ppm: u32) -> Sample {
         let current = std::mem::replace(&mut self.current, Window::new(self.max_kernels));
-        self.measure_pending(&current.launches);
+        for pending in &mut self.pending {
+            pending.later.add_new_contexts(&current.launches);
+        }
+        self.release(|_| true);
         if !current.records.is_empty() {
             self.ready.absorb(Sample::new(current.records, current_ppm));
         }
         self.ready.take()
     }
 
-    fn measure_pending(&mut self, next: &LaunchSpans) -> Option<u32> {
-        let Pending { window, time_ppm } = self.pending.take()?;
-        // The process's first window with launches also stands for those before it.
-        let opening = match self.opened {
-            true => None,
-            false => window.launches.contexts().min_by_key(|c| c.1).map(|c| c.0),
-        };
-        self.opened |= opening.is_some();
-        let share = period_share_ppm(&window.launches, next, time_ppm, opening);
-        if !window.records.is_empty() {
+    /// Measures the waiting windows that are `due` and makes them ready.
+    fn release(&mut self, due: impl Fn(&Pending) -> bool) -> Vec<u32> {
+        let mut shares = Vec::new();
+        for pending in std::mem::take(&mut self.pending) {
+            if !due(&pending) {
+                self.pending.push_back(pending);
+                continue;
+            }
+            let Pending {
+                window,
+                time_ppm,
+                later,
+                opening,
+                ..
+            } = pending;
+            let share = period_share_ppm(&window.launches, &later, time_ppm, opening);
             self.ready.absorb(Sample::new(window.records, share));
+            shares.push(share);
         }
-        Some(share)
+        shares
     }
 }
 
@@ -137,39 +178,32 @@ mod tests {
     fn a_window_is_ready_once_the_next_window_ended_with_its_period_share() {
         let mut w = Windows::new(64, TIME);
         launch(&mut w, 1, 10);
-        assert_eq!(
-            w.window_ended(TIME),
-            None,
+        assert!(
+            w.window_ended(TIME).is_empty(),
             "nothing before the first window"
         );
         assert!(w.take_ready().is_empty(), "its period is not measured yet");
         launch(&mut w, 201, 10);
-        assert_eq!(w.window_ended(TIME), Some(50_000), "10 of 200 launches");
+        assert_eq!(w.window_ended(TIME), [50_000], "10 of 200 launches");
         let ready = w.take_ready();
         assert_eq!((ready.records.launches(), ready.share_ppm()), (10, 50_000));
         launch(&mut w, 301, 10);
-        assert_eq!(w.window_ended(TIME), Some(100_000), "10 of 100");
-        assert_eq!(w.take_ready().share_ppm(), 100_000);
+        assert_eq!(w.window_ended(TIME), [100_000], "10 of 100");
     }
 
     #[test]
     fn the_first_window_with_launches_also_stands_for_those_before_it() {
         let mut w = Windows::new(64, TIME);
-        w.window_ended(TIME); // CUDA still starting: no launch
+        assert!(
+            w.window_ended(TIME).is_empty(),
+            "CUDA still starting: no launch"
+        );
         launch(&mut w, 101, 10); // 100 launches happened before this window
-        assert_eq!(w.window_ended(TIME), Some(TIME), "nothing to measure yet");
+        assert!(w.window_ended(TIME).is_empty(), "nothing to measure yet");
         launch(&mut w, 201, 10);
-        assert_eq!(
-            w.window_ended(TIME),
-            Some(50_000),
-            "10 of the 200 from id 1"
-        );
+        assert_eq!(w.window_ended(TIME), [50_000], "10 of the 200 from id 1");
         launch(&mut w, 301, 10);
-        assert_eq!(
-            w.window_ended(TIME),
-            Some(100_000),
-            "later windows: 10 of 100"
-        );
+        assert_eq!(w.window_ended(TIME), [100_000], "later windows: 10 of 100");
     }
 
     #[test]
@@ -187,12 +221,37 @@ mod tests {
     }
 
     #[test]
-    fn a_pending_window_without_a_next_one_falls_back_to_the_share_of_time() {
+    fn a_window_waits_through_a_pause_for_its_period_to_end() {
         let mut w = Windows::new(64, TIME);
         launch(&mut w, 1, 10);
-        w.window_ended(40_000);
-        let all = w.take_all(crate::wire::FULL_DUTY_PPM);
-        assert_eq!((all.records.launches(), all.share_ppm()), (10, 40_000));
+        w.window_ended(TIME);
+        assert!(
+            w.window_ended(TIME).is_empty(),
+            "paused through the next window"
+        );
+        launch(&mut w, 301, 10);
+        // The period ran on to the launches after the pause: 10 of 300.
+        assert_eq!(w.window_ended(TIME), [33_333]);
+    }
+
+    #[test]
+    fn a_window_whose_process_stopped_is_taken_halfway() {
+        let mut w = Windows::new(64, TIME);
+        launch(&mut w, 1, 10);
+        w.window_ended(TIME);
+        for _ in 1..MAX_WAIT_WINDOWS {
+            assert!(w.window_ended(TIME).is_empty());
+        }
+        // 10 records: between 10 launches and 200 at 5% of the time; 105.
+        assert_eq!(w.window_ended(TIME), [95_238]);
+        let mut w = Windows::new(64, TIME);
+        launch(&mut w, 1, 10);
+        w.window_ended(TIME);
+        let at_exit = w.take_all(crate::wire::FULL_DUTY_PPM);
+        assert_eq!(
+            (at_exit.records.launches(), at_exit.share_ppm()),
+            (10, 95_238)
+        );
     }
 
     #[test]
