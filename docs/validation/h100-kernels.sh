@@ -183,11 +183,13 @@ summarize() {
 WARM_STEPS=20
 check_program() { # mode (every|sampled), program, steps
   local mode=$1 name=$2 steps=$3 env_=() settle=2.5
-  if [[ $mode == every ]]; then env_=("${inject_env[@]}" "${every_launch[@]}"); else env_=("${sampled_env[@]}"); settle=$SAMPLED_SETTLE; fi
+  local last=()
+  if [[ $mode == every ]]; then env_=("${inject_env[@]}" "${every_launch[@]}")
+  else env_=("${sampled_env[@]}"); settle=$SAMPLED_SETTLE; last=(--end-in-window); fi
   log "validate: $name x$steps, $mode"
   timeout "$(limit_for "$name=$steps")" env "${env_[@]}" POOLPROF_WORKLOAD="h100-$mode-$name" PYTHONUNBUFFERED=1 \
     python3 "$WORKLOADS" validate --sampled --steps "$name=$steps" --warm-steps "$WARM_STEPS" --settle "$settle" \
-    --metrics-url "$URL" --workload "h100-$mode-$name" --out "$OUT/$mode-$name.json" >> "$LOG" 2>&1 \
+    "${last[@]}" --metrics-url "$URL" --workload "h100-$mode-$name" --out "$OUT/$mode-$name.json" >> "$LOG" 2>&1 \
     || log "$mode $name exited $? (kernels.log); going on"
   python3 "$WORKLOADS" totals --metrics-url "$URL" --workload "h100-$mode-$name" \
     --out "$OUT/totals-$mode-$name.json" >> "$LOG" 2>&1 || log "no totals for $mode $name"

@@ -276,9 +276,9 @@ def summary(folder):
         out("## Sampling accuracy: sampled and scaled up against every launch traced\n")
         out("Whole process: the exporter's totals after the process exited, against what the same program "
             "launches with every launch traced (its launches and kernel time per step, and its launches outside "
-            "the steps, for model set-up; both processes warm up with the same number of steps). Timed interval: per step between two scrapes, which "
+            "the steps, for model set-up; both processes warm up with the same number of steps; the sampled one steps on into the library's next window before it exits, so its last period ends at a known launch). Timed interval: per step between two scrapes, which "
             "can be off by up to one duty-cycle period of work.\n")
-        out("| program | steps every / sampled | launches per step | launches outside steps | whole process: launches "
+        out("| program | steps every / sampled (+ to the next window) | launches per step | launches outside steps | whole process: launches "
             "| whole process: kernel time | interval: launches | interval: kernel time | sampling ratio at the end |")
         out("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
         for name, er, sr, te, ts, smp in rows:
@@ -286,13 +286,13 @@ def summary(folder):
             ratios = []
             for key, total in (("exporter_launches", "launches"), ("exporter_kernel_seconds", "kernel_seconds")):
                 per_step = er[key] / er["iterations"]
-                outside = te[total] - (warm + er["iterations"]) * per_step
-                predicted = outside + (warm + sr["iterations"]) * per_step
+                outside = te[total] - (warm + er["iterations"] + er.get("extra_steps", 0)) * per_step
+                predicted = outside + (warm + sr["iterations"] + sr.get("extra_steps", 0)) * per_step
                 ratios.append((per_step, outside, ts[total] / predicted if predicted else float("nan"),
                                (sr[key] / sr["iterations"]) / per_step if per_step else float("nan")))
             (n_step, n_out, n_whole, n_int), (_, _, t_whole, t_int) = ratios
             ratio = smp.get("sampling_ratio")
-            out(f"| {name} | {er['iterations']} / {sr['iterations']} | {n_step:.1f} | {n_out:.0f} | **{n_whole:.3f}** "
+            out(f"| {name} | {er['iterations']} / {sr['iterations']} (+{sr.get('extra_steps', 0)}) | {n_step:.1f} | {n_out:.0f} | **{n_whole:.3f}** "
                 f"| **{t_whole:.3f}** | {n_int:.3f} | {t_int:.3f} | {'-' if ratio is None else f'{ratio:.4f}'} |")
         out("\n1 = the sample is unbiased.\n")
     m = load("memcpy.json")

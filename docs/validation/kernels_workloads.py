@@ -25,6 +25,7 @@ Only the standard library and torch are needed (pynvml optional, for clocks).
 """
 
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -363,7 +364,24 @@ def program_loop(torch, name, iterations, warm_steps=None):
         end.synchronize()
         return start.elapsed_time(end) / 1e3, None
 
-    return run
+    return run, step
+
+
+def end_in_window(torch, step):
+    """Steps on until the library's next tracing window has begun, then one step in
+    it, and returns how many steps that took. A sampled window's period ends at the
+    process's first launch in a later window, so ending just inside one leaves only
+    that step's few records to be estimated at the exit."""
+    tracing = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).poolprof_inject_tracing
+    steps = 0
+    for want in (False, True):  # out of any window, then into the next one
+        while (tracing() == 1) != want:
+            step()
+            torch.cuda.synchronize()
+            steps += 1
+    step()
+    torch.cuda.synchronize()
+    return steps + 1
 
 
 def parse_steps(text):
@@ -397,9 +415,10 @@ def cmd_validate(args):
         rows.append(compare_with_exporter(args, f"bf16 GEMM 8192^3 x{args.gemm_iterations}",
                                           args.gemm_iterations, run))
     for name, iterations in args.steps.items():
-        row = compare_with_exporter(args, f"{name} x{iterations}", iterations,
-                                    program_loop(torch, name, iterations, args.warm_steps))
-        rows.append({"program": name, "warm_steps": args.warm_steps, **row})
+        run, step = program_loop(torch, name, iterations, args.warm_steps)
+        row = compare_with_exporter(args, f"{name} x{iterations}", iterations, run)
+        extra = end_in_window(torch, step) if args.end_in_window else 0
+        rows.append({"program": name, "warm_steps": args.warm_steps, "extra_steps": extra, **row})
     result = {"comparisons": rows, "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "duty": os.environ.get("POOLPROF_INJECT_DUTY", "default"), "sampled": args.sampled,
               "sampling_ratio": sampling_ratio(args.metrics_url, args.workload),
@@ -472,6 +491,8 @@ def main():
     v.add_argument("--warm-steps", type=int, default=None,
                    help="warm up with this many steps (a fixed launch count) instead of about a second")
     v.add_argument("--settle", type=float, default=2.5, help="seconds for reports to reach /metrics")
+    v.add_argument("--end-in-window", action="store_true",
+                   help="after the timed steps, step on into the library's next tracing window")
     v.add_argument("--out", required=True)
     t = sub.add_parser("totals")
     t.add_argument("--metrics-url", required=True)
