@@ -124,7 +124,7 @@ impl Hasher for PointerHasher {
 mod tests {
     use super::*;
     use crate::aggregate::KernelRun;
-    use crate::launch_share::period_share_ppm;
+    use crate::launch_share::{period_share_ppm, Counted};
     use crate::wire::Delta;
     use std::ffi::CString;
 
@@ -269,7 +269,12 @@ mod tests {
         let next = batch_of_one(&k, 11);
         // 3 records of the 10 launches numbered 1..=10, up to the next window.
         assert_eq!(
-            period_share_ppm(batch.launches(), next.launches(), 1, None),
+            period_share_ppm(
+                batch.launches(),
+                next.launches(),
+                1,
+                &mut Counted::default()
+            ),
             300_000
         );
     }

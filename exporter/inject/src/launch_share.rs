@@ -25,7 +25,7 @@ use std::collections::BTreeMap;
 
 /// Most contexts followed per window.
 pub const MAX_CONTEXTS: usize = 64;
-/// Most launches before a process's first window, in periods of it, counted from id 1.
+/// Most uncounted launches before a window that it takes in, in periods of it.
 const MAX_OPENING_PERIODS: u64 = 16;
 
 /// Grid ids traced in one context: the lowest, the highest and how many.
@@ -120,21 +120,48 @@ impl LaunchSpans {
     }
 }
 
+/// How far each context's launches are accounted for: the last grid id counted in a
+/// measured period. A context's launches after it that fell in no period (before the
+/// process's first window, or during a pause longer than a window waits) count with
+/// the next window it launches in.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counted {
+    up_to: BTreeMap<u32, i64>,
+}
+
+impl Counted {
+    /// Launches of `context` before grid id `first` not counted yet: ids number from
+    /// 1, so all of them for a context not seen before; none for one beyond
+    /// [`MAX_CONTEXTS`].
+    fn uncounted_before(&self, context: u32, first: i64) -> u64 {
+        match self.up_to.get(&context) {
+            Some(&up_to) if first > up_to => first.abs_diff(up_to) - 1,
+            Some(_) => 0,
+            None if self.up_to.len() < MAX_CONTEXTS => first.abs_diff(1),
+            None => 0,
+        }
+    }
+
+    fn set(&mut self, context: u32, up_to: i64) {
+        if self.up_to.contains_key(&context) || self.up_to.len() < MAX_CONTEXTS {
+            self.up_to.insert(context, up_to);
+        }
+    }
+}
+
 /// The share of its period's launches that `window` traced, in ppm (1..=1 000 000):
 /// the period runs from the window's first grid id to the first in `next`, per
-/// context: `next` holds, for each context, the first later window it launched in.
-/// A context missing from `next` went idle after the window; its launches are taken
-/// halfway between its last traced one and a whole period at the window's pace.
-/// For `opening`, the process's first context in its first window, it runs from grid
-/// id 1 instead: the launches before the first window (CUDA start-up takes longer than
-/// a window, so a process's first kernels fall between windows) count at that window's
-/// mix rather than not at all. A context that cannot be measured (see the module)
-/// counts at `time_ppm`, the traced share of time; so does everything when none can.
+/// context (`next` holds, for each context, the first later window it launched in),
+/// and takes in the launches before it that no period counted (`counted`, which this
+/// moves on). A context missing from `next` went idle after the window; its period is
+/// taken halfway between its last traced launch and a whole period at the window's
+/// pace. A context whose ids are unusable (see the module) counts at `time_ppm`, the
+/// traced share of time; so does everything when no context is measured.
 pub fn period_share_ppm(
     window: &LaunchSpans,
     next: &LaunchSpans,
     time_ppm: u32,
-    opening: Option<u32>,
+    counted: &mut Counted,
 ) -> u32 {
     let time_ppm = u128::from(time_ppm.clamp(1, FULL_DUTY_PPM));
     let million = u128::from(FULL_DUTY_PPM);
@@ -147,37 +174,41 @@ pub fn period_share_ppm(
         launches += millionths;
     };
     add(window.unfollowed, at_time_share(window.unfollowed));
-    for (context, span) in &window.contexts {
-        match next.contexts.get(context) {
+    for (&context, span) in &window.contexts {
+        let ids = span.ids();
+        let (period, up_to) = match next.contexts.get(&context) {
             Some(after) if span.dense() && after.dense() && after.first > span.last => {
-                let mut period = span.first.abs_diff(after.first);
-                let before = span.first.abs_diff(1);
-                // Ids numbering from 1 put a few periods of start-up before the first
-                // window, not more.
-                if opening == Some(*context) && before <= MAX_OPENING_PERIODS * period {
-                    period += before;
-                }
-                // Not every id is a kernel launch: scale by the window's ids.
-                let ids = u128::from(span.ids());
-                add(
-                    span.traced,
-                    u128::from(period) * million * u128::from(span.traced) / ids,
-                );
-                measured = true;
+                (span.first.abs_diff(after.first), after.first - 1)
             }
-            // Idle from the window on, for as long as it was waited for: it stopped
-            // somewhere between its last traced launch and a whole period at the
-            // window's pace; halfway errs by at most half of that.
-            None => {
-                let records = u128::from(span.traced);
-                add(
-                    span.traced,
-                    (records * million + at_time_share(span.traced)) / 2,
-                );
-                measured = true;
+            // It stopped somewhere between its last traced launch and a whole period
+            // at the window's pace; halfway errs by at most half of that.
+            None if span.dense() => {
+                let whole = u128::from(ids) * million / time_ppm;
+                let period = ((u128::from(ids) + whole) / 2).min(u128::from(u64::MAX)) as u64;
+                (period, span.first.saturating_add_unsigned(period) - 1)
             }
-            Some(_) => add(span.traced, at_time_share(span.traced)),
-        }
+            _ => {
+                add(span.traced, at_time_share(span.traced));
+                counted.set(context, span.last);
+                continue;
+            }
+        };
+        let before = counted.uncounted_before(context, span.first);
+        // Ids numbering from 1 put a few periods of start-up before the first window,
+        // not more; a gap far larger means ids that do not number launches from 1.
+        let before = if before <= MAX_OPENING_PERIODS * period {
+            before
+        } else {
+            0
+        };
+        // Not every id is a kernel launch: the window's records stand for its ids.
+        let period_ids = u128::from(period) + u128::from(before);
+        add(
+            span.traced,
+            period_ids * million * u128::from(span.traced) / u128::from(ids),
+        );
+        counted.set(context, up_to);
+        measured = true;
     }
     if !measured {
         return time_ppm as u32;
@@ -202,58 +233,76 @@ mod tests {
         spans((first..first + traced).map(|g| (1, g)))
     }
 
+    /// The share of `this` up to `next`, every launch before `this` counted already.
+    fn share(this: &LaunchSpans, next: &LaunchSpans) -> u32 {
+        let mut counted = Counted::default();
+        for (context, first, _, _) in this.contexts() {
+            counted.set(context, first - 1);
+        }
+        period_share_ppm(this, next, TIME, &mut counted)
+    }
+
     const TIME: u32 = 50_000;
 
     #[test]
     fn a_window_holds_its_records_over_the_launches_until_the_next_window() {
         // 10 traced of the 100 launches numbered 1..=100.
-        assert_eq!(
-            period_share_ppm(&window(1, 10), &window(101, 10), TIME, None),
-            100_000
-        );
+        assert_eq!(share(&window(1, 10), &window(101, 10)), 100_000);
         // A program twice as fast between windows as while traced: 10 of 200.
+        assert_eq!(share(&window(1, 10), &window(201, 10)), 50_000);
+    }
+
+    #[test]
+    fn launches_before_a_window_that_no_period_counted_count_with_it() {
+        let (first, next) = (window(91, 10), window(191, 10));
+        // A context not seen before: its ids number from 1, so 90 launches came before.
+        let mut counted = Counted::default();
         assert_eq!(
-            period_share_ppm(&window(1, 10), &window(201, 10), TIME, None),
-            50_000
+            period_share_ppm(&first, &next, TIME, &mut counted),
+            52_631,
+            "10 of 190"
+        );
+        // Counted up to the next window's first launch: nothing before that one.
+        let then = window(291, 10);
+        assert_eq!(period_share_ppm(&next, &then, TIME, &mut counted), 100_000);
+        // A pause the window before did not wait through: ids 291..=390 fell in no
+        // period, and count with the window after it.
+        let mut counted = Counted::default();
+        counted.set(1, 290);
+        let (resumed, after) = (window(391, 10), window(491, 10));
+        assert_eq!(
+            period_share_ppm(&resumed, &after, TIME, &mut counted),
+            50_000,
+            "10 of 200"
         );
     }
 
     #[test]
-    fn the_first_window_of_the_first_context_also_stands_for_the_launches_before_it() {
-        // 90 launches before the first window, then 10 traced of 100.
-        let (first, next) = (window(91, 10), window(191, 10));
-        assert_eq!(
-            period_share_ppm(&first, &next, TIME, Some(1)),
-            52_631,
-            "10 of 190"
-        );
-        assert_eq!(
-            period_share_ppm(&first, &next, TIME, Some(2)),
-            100_000,
-            "another context"
-        );
-        let late = window(5_000_001, 10);
-        let after = window(5_000_101, 10);
-        assert_eq!(
-            period_share_ppm(&late, &after, TIME, Some(1)),
-            100_000,
-            "ids far beyond a few periods are not counted from 1"
-        );
+    fn ids_far_beyond_a_few_periods_are_not_counted_as_launches_before() {
+        let mut counted = Counted::default();
+        let (late, after) = (window(5_000_001, 10), window(5_000_101, 10));
+        assert_eq!(period_share_ppm(&late, &after, TIME, &mut counted), 100_000);
+    }
+
+    #[test]
+    fn a_stopped_context_is_counted_up_to_its_estimate_and_resumes_after_it() {
+        let mut counted = Counted::default();
+        // Ids 1..=10, then idle: halfway to 200 ids at 5%, 105 ids, counted to 105.
+        let stopped = period_share_ppm(&window(1, 10), &LaunchSpans::default(), TIME, &mut counted);
+        assert_eq!(stopped, 95_238);
+        assert_eq!(counted.uncounted_before(1, 306), 200, "ids 106..=305");
     }
 
     #[test]
     fn the_share_is_of_ids_when_some_ids_are_not_kernels() {
         // 8 kernel records among the 10 ids of the window: 10 of the period's 100 ids.
         let window = spans([1, 2, 3, 5, 6, 7, 9, 10].map(|g| (1, g)));
-        assert_eq!(
-            period_share_ppm(&window, &spans([(1, 101)]), TIME, None),
-            100_000
-        );
+        assert_eq!(share(&window, &spans([(1, 101)])), 100_000);
     }
 
     #[test]
     fn a_window_that_traced_every_launch_of_its_period_reads_one() {
-        let burst_then_idle = period_share_ppm(&window(1, 40), &window(41, 3), TIME, None);
+        let burst_then_idle = share(&window(1, 40), &window(41, 3));
         assert_eq!(burst_then_idle, FULL_DUTY_PPM);
     }
 
@@ -270,7 +319,7 @@ mod tests {
                 .chain((1101..=1110).map(|g| (2, g))),
         );
         // (10 + 30) traced of (100 + 100) launches.
-        assert_eq!(period_share_ppm(&this, &next, TIME, None), 200_000);
+        assert_eq!(share(&this, &next), 200_000);
     }
 
     #[test]
@@ -283,43 +332,23 @@ mod tests {
     #[test]
     fn without_a_measurable_context_the_share_of_time_is_used() {
         let empty = LaunchSpans::default();
-        assert_eq!(period_share_ppm(&empty, &window(1, 5), TIME, None), TIME);
+        assert_eq!(share(&empty, &window(1, 5)), TIME);
         let sparse = spans([(1, 1), (1, 1000)]);
-        assert_eq!(
-            period_share_ppm(&sparse, &window(5001, 5), TIME, None),
-            TIME,
-            "2 of 1000 ids"
-        );
+        assert_eq!(share(&sparse, &window(5001, 5)), TIME, "2 of 1000 ids");
         let outlier = spans((1..=10).map(|g| (1, g)).chain([(1, 9_000_000)]));
-        assert_eq!(
-            period_share_ppm(&outlier, &window(101, 5), TIME, None),
-            TIME,
-            "one stray id"
-        );
-        assert_eq!(
-            period_share_ppm(&window(101, 10), &window(1, 10), TIME, None),
-            TIME,
-            "backwards"
-        );
+        assert_eq!(share(&outlier, &window(101, 5)), TIME, "one stray id");
+        assert_eq!(share(&window(101, 10), &window(1, 10)), TIME, "backwards");
         let repeated = spans([(1, 5), (1, 5), (1, 5)]);
-        assert_eq!(
-            period_share_ppm(&repeated, &window(101, 5), TIME, None),
-            TIME,
-            "repeats"
-        );
+        assert_eq!(share(&repeated, &window(101, 5)), TIME, "repeats");
         let zero = spans([(1, 0), (1, -3)]);
-        assert_eq!(
-            period_share_ppm(&zero, &window(101, 5), TIME, None),
-            TIME,
-            "not positive"
-        );
+        assert_eq!(share(&zero, &window(101, 5)), TIME, "not positive");
     }
 
     #[test]
     fn a_context_that_went_idle_is_taken_halfway_through_its_period() {
         // 10 records over ids 1..=10; a whole period at 5% would be 200 launches: 105.
-        let share = period_share_ppm(&window(1, 10), &LaunchSpans::default(), TIME, None);
-        assert_eq!(share, 95_238);
+        let stopped = share(&window(1, 10), &LaunchSpans::default());
+        assert_eq!(stopped, 95_238);
     }
 
     #[test]
@@ -337,7 +366,7 @@ mod tests {
         // ids), so its records stand for 2 / 5% = 40 launches: 12 of 140 in all.
         let this = spans((1..=10).map(|g| (1, g)).chain([(2, 501), (2, 600)]));
         let next = spans([(1, 101), (2, 700)]);
-        assert_eq!(period_share_ppm(&this, &next, TIME, None), 85_714);
+        assert_eq!(share(&this, &next), 85_714);
     }
 
     #[test]
@@ -348,6 +377,6 @@ mod tests {
         assert_eq!(this.contexts.len(), MAX_CONTEXTS);
         assert_eq!(this.unfollowed, 2);
         // 64 contexts at 2 of 20 launches; the last one's 2 records at 5%: 130 of 1320.
-        assert_eq!(period_share_ppm(&this, &next, TIME, None), 98_484);
+        assert_eq!(share(&this, &next), 98_484);
     }
 }

@@ -3,12 +3,12 @@
 //! A window's share of its period's launches is known once each of its contexts
 //! launched in a later window (`launch_share`), so a window that ended waits until
 //! then (at most [`MAX_WAIT_WINDOWS`] windows); it is then scaled by that share and
-//! ready to send. Metrics of a sampled process therefore lag by a period (4 s by
-//! default), more while it pauses. Without a duty cycle, and after it stopped (records
+//! ready to send, oldest first. Metrics of a sampled process therefore lag by a
+//! period (4 s by default), more while it pauses. Without a duty cycle, and after it stopped (records
 //! stay on to the exit), everything is ready at once.
 
 use crate::aggregate::Aggregator;
-use crate::launch_share::{period_share_ppm, LaunchSpans};
+use crate::launch_share::{period_share_ppm, Counted, LaunchSpans};
 use crate::sample::Sample;
 use std::collections::VecDeque;
 
@@ -44,8 +44,6 @@ struct Pending {
     later: LaunchSpans,
     /// Later windows that ended since.
     waited: u32,
-    /// The process's first context, when this is its first window with launches.
-    opening: Option<u32>,
 }
 
 /// The current window, those waiting for their period to be measured, and what is
@@ -56,8 +54,8 @@ pub struct Windows {
     current: Window,
     pending: VecDeque<Pending>,
     ready: Sample,
-    /// A window with launches ended: the process's first context is known.
-    opened: bool,
+    /// How far each context's launches are accounted for.
+    counted: Counted,
 }
 
 impl Windows {
@@ -68,7 +66,7 @@ impl Windows {
             current: Window::new(max_kernels),
             pending: VecDeque::new(),
             ready: Sample::new(Aggregator::new(max_kernels), share_ppm),
-            opened: false,
+            counted: Counted::default(),
         }
     }
 
@@ -90,21 +88,14 @@ impl Windows {
         let shares = self.release(|p| {
             p.window.launches.contexts_within(&p.later) || p.waited >= MAX_WAIT_WINDOWS
         });
-        if ended.records.is_empty() {
-            return shares;
+        if !ended.records.is_empty() {
+            self.pending.push_back(Pending {
+                window: ended,
+                time_ppm,
+                later: LaunchSpans::default(),
+                waited: 0,
+            });
         }
-        let opening = match self.opened {
-            true => None,
-            false => ended.launches.contexts().min_by_key(|c| c.1).map(|c| c.0),
-        };
-        self.opened |= opening.is_some();
-        self.pending.push_back(Pending {
-            window: ended,
-            time_ppm,
-            later: LaunchSpans::default(),
-            waited: 0,
-            opening,
-        });
         shares
     }
 
@@ -128,23 +119,19 @@ impl Windows {
         self.ready.take()
     }
 
-    /// Measures the waiting windows that are `due` and makes them ready.
+    /// Measures the waiting windows that are `due`, oldest first and in order (each
+    /// moves on how far launches are counted), and makes them ready.
     fn release(&mut self, due: impl Fn(&Pending) -> bool) -> Vec<u32> {
         let mut shares = Vec::new();
-        for pending in std::mem::take(&mut self.pending) {
+        while let Some(pending) = self.pending.pop_front() {
             if !due(&pending) {
-                self.pending.push_back(pending);
-                continue;
+                self.pending.push_front(pending);
+                break;
             }
-            let Pending {
-                window,
-                time_ppm,
-                later,
-                opening,
-                ..
-            } = pending;
-            let share = period_share_ppm(&window.launches, &later, time_ppm, opening);
-            self.ready.absorb(Sample::new(window.records, share));
+            let (launches, time_ppm) = (&pending.window.launches, pending.time_ppm);
+            let share = period_share_ppm(launches, &pending.later, time_ppm, &mut self.counted);
+            self.ready
+                .absorb(Sample::new(pending.window.records, share));
             shares.push(share);
         }
         shares
@@ -252,6 +239,27 @@ mod tests {
             (at_exit.records.launches(), at_exit.share_ppm()),
             (10, 95_238)
         );
+    }
+
+    #[test]
+    fn launches_during_a_pause_longer_than_the_wait_count_with_the_next_window() {
+        let mut w = Windows::new(64, TIME);
+        launch(&mut w, 1, 10);
+        w.window_ended(TIME);
+        for _ in 1..MAX_WAIT_WINDOWS {
+            w.window_ended(TIME);
+        }
+        assert_eq!(
+            w.window_ended(TIME),
+            [95_238],
+            "taken as stopped: up to id 105"
+        );
+        // It resumed between windows: ids 106..=400 fell in no window.
+        launch(&mut w, 401, 10);
+        w.window_ended(TIME);
+        launch(&mut w, 501, 10);
+        // 10 records for ids 106..=500: 395 launches.
+        assert_eq!(w.window_ended(TIME), [25_316]);
     }
 
     #[test]
