@@ -132,7 +132,9 @@ pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
         pool,
         uuids: Mutex::new(HashMap::new()),
         duty_ppm: AtomicU32::new(time_ppm),
-        sampling: AtomicBool::new(false),
+        // Set from the start, so nothing is sent unmeasured before the duty-cycle
+        // thread runs (if it cannot start, everything is traced and this is cleared).
+        sampling: AtomicBool::new(matches!(config.duty, Some(DutyCycle::Sampled { .. }))),
         stopping: AtomicBool::new(false),
         zeroed_buffers,
     };

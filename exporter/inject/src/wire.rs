@@ -357,10 +357,11 @@ pub struct Delta {
     pub seq: u64,
     /// Activity records lost since the previous delta (CUPTI buffers full).
     pub dropped_records: u64,
-    /// Fraction of the interval during which records were traced, in ppm
-    /// (1..=[`FULL_DUTY_PPM`]); it covers kernels, memcpy and memset alike (since
-    /// version 2), and the reader scales launches, kernel time and bytes up by its
-    /// inverse.
+    /// Share of the activity the delta's records sample, in ppm
+    /// (1..=[`FULL_DUTY_PPM`]): of its periods' kernel launches as the library counts
+    /// them from grid ids, or of time when it cannot. It covers kernels, memcpy and
+    /// memset alike (since version 2), and the reader scales launches, kernel time and
+    /// bytes up by its inverse.
     pub kernel_duty_ppm: u32,
     /// Per-device activity.
     pub devices: Vec<DeviceDelta>,

@@ -303,7 +303,7 @@ impl KernelStore {
             );
             out.gauge(
                 "poolprof_inject_kernel_sampling_ratio",
-                "Fraction of time kernel, memcpy and memset records are traced (1 = all); counters are scaled up by its inverse.",
+                "Share of the activity the latest report traced (of kernel launches, from grid ids; of time for memcpy and memset alone; 1 = all); counters are scaled up by its inverse.",
                 &[("workload", workload)],
                 w.sampling_ratio,
             );
