@@ -10,6 +10,7 @@ use poolprof_e2e::prometheus::{Prometheus, PrometheusConfig};
 use poolprof_e2e::promtool::check_metrics;
 use poolprof_e2e::wait::until;
 use poolprof_inject::aggregate::{Aggregator, KernelRun, MemcpyDirection};
+use poolprof_inject::sample::Sample;
 use poolprof_inject::sender::{Sender, Source};
 use poolprof_inject::wire::{encode_hello, DutyCycle, Geometry, Hello};
 use std::io::Write;
@@ -60,14 +61,11 @@ impl FakeCupti {
 
 impl Source for FakeCupti {
     fn flush(&self, _forced: bool) {}
-    fn take(&self) -> Aggregator {
-        self.agg.lock().unwrap().take()
+    fn take(&self) -> Sample {
+        Sample::new(self.agg.lock().unwrap().take(), self.duty_ppm)
     }
     fn uuid(&self, _ordinal: u32) -> Option<[u8; 16]> {
         Some([0x5a; 16])
-    }
-    fn duty_ppm(&self) -> u32 {
-        self.duty_ppm
     }
 }
 
