@@ -4,7 +4,8 @@
 //! missing library or symbol, so [`start`] first checks that every symbol it will
 //! call exists and refuses to go on otherwise. Callbacks never unwind into CUPTI and
 //! never block an application thread: buffers come from a lock-free pool, and the
-//! aggregate's lock is only taken by CUPTI's delivery thread and by our sender.
+//! windows' lock is only taken by CUPTI's delivery thread, our sender and our
+//! duty-cycle thread.
 
 use crate::aggregate::Aggregator;
 use crate::batch::Batch;
@@ -304,7 +305,7 @@ unsafe fn read_buffer(
     }
 }
 
-/// The [`Source`] the sender reads: CUPTI's aggregate.
+/// The [`Source`] the sender reads: CUPTI's records, window by window once measured.
 pub struct CuptiSource {
     kinds: Vec<CUpti_ActivityKind>,
 }

@@ -1,9 +1,9 @@
 //! The background thread that ships aggregates to the exporter.
 //!
 //! Only this thread touches the socket; the application's threads never wait on it.
-//! Each interval it asks the [`Source`] for what accumulated and adds it to what is
-//! still unsent, then, when the previous frames are out, encodes all of it as the
-//! next delta. Writes are non-blocking: a slow exporter makes deltas cover longer
+//! Each interval it asks the [`Source`] for what is ready (with the share of the
+//! activity it samples) and adds it to what is still unsent, then, when the previous
+//! frames are out, encodes all of it as the next delta. Writes are non-blocking: a slow exporter makes deltas cover longer
 //! spans, never stalls the process. When the exporter is away the data keeps
 //! accumulating (bounded by the aggregator's limits) and the thread reconnects with
 //! exponential backoff, sending a fresh [`Hello`] first. Frames that were on a
