@@ -14,6 +14,10 @@
 //! training loop's ids within a window had no kernel record; none of a loop of tiny
 //! kernels' did).
 //!
+//! Launches that fell in no period (before a process's first window, or during a pause
+//! longer than a window waits for) are known from the ids too, and count with the next
+//! window of their context ([`Counted`]). A context that stopped after a window is the
+//! one estimate left: it is taken to have stopped halfway through the period.
 //! A context whose ids do not look like consecutive launch numbers (fewer than half of
 //! a window's ids traced, ids that repeat or go backwards, ids not positive) falls
 //! back to the traced share of time.
@@ -26,7 +30,7 @@ use std::collections::BTreeMap;
 /// Most contexts followed per window.
 pub const MAX_CONTEXTS: usize = 64;
 /// Most uncounted launches before a window that it takes in, in periods of it.
-const MAX_OPENING_PERIODS: u64 = 16;
+const MAX_UNCOUNTED_PERIODS: u64 = 16;
 
 /// Grid ids traced in one context: the lowest, the highest and how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +200,7 @@ pub fn period_share_ppm(
         let before = counted.uncounted_before(context, span.first);
         // Ids numbering from 1 put a few periods of start-up before the first window,
         // not more; a gap far larger means ids that do not number launches from 1.
-        let before = if before <= MAX_OPENING_PERIODS * period {
+        let before = if before <= MAX_UNCOUNTED_PERIODS * period {
             before
         } else {
             0
