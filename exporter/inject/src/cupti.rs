@@ -1,4 +1,4 @@
-//! The CUPTI side: loading, activity callbacks and the duty cycle.
+//! The CUPTI side: loading, activity callbacks, and the duty cycle ([`duty`]).
 //!
 //! CUPTI is loaded at run time through cudarc's dynamic loading. cudarc panics on a
 //! missing library or symbol, so [`start`] first checks that every symbol it will
@@ -15,9 +15,8 @@ use crate::detach;
 use crate::records::{self, parse, Record, KIND_CONCURRENT_KERNEL, KIND_KERNEL};
 use crate::sample::Sample;
 use crate::sender::Source;
-use crate::tracing_state::{run_duty_cycle, EachKind, Switch, TRACING};
 use crate::windows::Windows;
-use crate::wire::{share_ppm, DutyCycle, FULL_DUTY_PPM};
+use crate::wire::{DutyCycle, FULL_DUTY_PPM};
 use cudarc::cupti::result::{activity, CuptiError};
 use cudarc::cupti::sys::{
     self as cupti_sys, CUptiResult, CUpti_Activity, CUpti_ActivityFlag, CUpti_ActivityKind,
@@ -26,8 +25,9 @@ use cudarc::driver::sys::{self as driver_sys, CUcontext};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+
+mod duty;
+pub use duty::{spawn_duty_cycle, DutyThread};
 
 const KERNEL: CUpti_ActivityKind = CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 const MEMORY_KINDS: [CUpti_ActivityKind; 2] = [
@@ -374,234 +374,9 @@ pub fn stop() {
     }
 }
 
-/// A running duty-cycle thread.
-pub struct DutyThread {
-    stop: std::sync::mpsc::Sender<()>,
-    thread: JoinHandle<()>,
-}
-
-impl DutyThread {
-    /// Stops toggling and leaves every kind enabled (so the final flush is whole).
-    pub fn stop(self) {
-        let _ = self.stop.send(());
-        let _ = self.thread.join();
-        every_record_traced_from_now();
-    }
-}
-
-/// How long the duty thread waits for the application to finalize CUPTI at its next
-/// driver API call; an idle application leaves it pending until the next on phase.
-const DETACH_WAIT: Duration = Duration::from_millis(100);
-
-/// How long records may still arrive after they are disabled: work launched during
-/// the on phase that the GPU has not run yet. Finalizing CUPTI sooner loses those
-/// records (on the H100 a training loop queued tens of milliseconds ahead and lost
-/// 14% of a 200 ms window's kernels).
-const DRAIN: Duration = Duration::from_millis(250);
-
-/// The records of a duty cycle: `kinds` go on and off together; with `detach`, CUPTI
-/// is finalized while off and attached again before records go on. It measures how
-/// long records were really on (attaching takes time out of the on phase, detaching
-/// makes the period longer) and, at the start of each period, publishes the share of
-/// the whole periods so far, so scaling stays unbiased.
-struct CuptiSwitch {
-    kinds: Vec<CUpti_ActivityKind>,
-    window_log: Option<std::fs::File>,
-    detach: bool,
-    started: Instant,
-    on_since: Option<Instant>,
-    traced: Duration,
-}
-
-impl CuptiSwitch {
-    /// Publishes the traced share of the time since the first period began; called
-    /// when a period begins, so only whole periods are counted.
-    fn publish_ratio(&self) {
-        let ppm = share_ppm(self.traced.as_nanos(), self.started.elapsed().as_nanos());
-        if let Some(shared) = SHARED.get() {
-            shared.duty_ppm.store(ppm, Ordering::Relaxed);
-        }
-    }
-
-    /// The window's records are all in: the window before it can be measured.
-    fn window_ended(&mut self) {
-        let Some(shared) = SHARED.get() else {
-            return;
-        };
-        let mut windows = lock(&shared.windows);
-        if let Some(log) = &mut self.window_log {
-            log_window(log, self.started.elapsed(), windows.current());
-        }
-        let shares = windows.window_ended(shared.duty_ppm.load(Ordering::Relaxed));
-        if let Some(log) = &mut self.window_log {
-            use std::io::Write;
-            for share in shares {
-                let _ = writeln!(
-                    log,
-                    "pid={} measured_window_share_ppm={share}",
-                    std::process::id()
-                );
-            }
-        }
-    }
-
-    fn each_kind(&self) -> EachKind<'_, CUpti_ActivityKind, KindCall, KindCall> {
-        EachKind {
-            kinds: &self.kinds,
-            enable: |kind| activity::enable(kind).is_ok(),
-            disable: |kind| activity::disable(kind).is_ok(),
-        }
-    }
-}
-
-impl Switch for CuptiSwitch {
-    fn off(&mut self) {
-        if let Some(since) = self.on_since.take() {
-            self.traced += since.elapsed();
-        }
-        let _ = detach::with_attached(|| self.each_kind().off());
-        // Every record of the window is in before it ends: windows are measured by
-        // the records that arrive in them.
-        std::thread::sleep(DRAIN);
-        let forced = CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED as u32;
-        let _ = detach::with_attached(|| activity::flush_all(forced));
-        self.window_ended();
-        // Subscribing fails when another CUPTI client (a profiler) is present: CUPTI
-        // must not be finalized under it, so records are only disabled from then on.
-        if self.detach && detach::detach(DETACH_WAIT).is_err() {
-            self.detach = false;
-        }
-    }
-
-    fn on(&mut self) -> bool {
-        self.publish_ratio();
-        if !detach::attach(reattach) {
-            return false;
-        }
-        let all_on = detach::with_attached(|| self.each_kind().on()).unwrap_or(false);
-        if all_on {
-            self.on_since = Some(Instant::now());
-        }
-        all_on
-    }
-}
-
-/// Appends the window that just ended, one line per context (best effort: a failed
-/// write only loses the diagnostic).
-fn log_window(log: &mut std::fs::File, at: Duration, window: &crate::windows::Window) {
-    use std::io::Write;
-    for (context, first, last, traced) in window.launches.contexts() {
-        let _ = writeln!(
-            log,
-            "pid={} t_ms={} context={context} first={first} last={last} records={traced}",
-            std::process::id(),
-            at.as_millis()
-        );
-    }
-}
-
-/// Enables or disables one activity kind; whether CUPTI accepted.
-type KindCall = fn(CUpti_ActivityKind) -> bool;
-
-/// Registers the buffer callbacks with a freshly attached CUPTI, and promises zeroed
-/// buffers again when the first start did (never otherwise: the pool would not zero).
-fn reattach() -> bool {
-    let registered =
-        activity::register_callbacks(Some(buffer_requested), Some(buffer_completed)).is_ok();
-    if registered && SHARED.get().is_some_and(|s| s.zeroed_buffers) {
-        let _ = promise_zeroed_buffers();
-    }
-    registered
-}
-
-/// Starts the thread that turns `kinds` (kernels, memcpy, memset) on for `trace_ms` of
-/// every `period_ms`, all together, detaching CUPTI in between when `detach` is set
-/// (and this CUPTI can), and keeps [`TRACING`] in step; `None` when every record is
-/// traced. When the thread cannot start, every record stays traced and the reports
-/// say so (ratio 1), so nothing is scaled up by mistake.
-pub fn spawn_duty_cycle(
-    duty: DutyCycle,
-    kinds: &[CUpti_ActivityKind],
-    detach: bool,
-    window_log: Option<&std::path::Path>,
-) -> Option<DutyThread> {
-    let DutyCycle::Sampled {
-        trace_ms,
-        period_ms,
-    } = duty
-    else {
-        return None;
-    };
-    let started = Instant::now();
-    let window_log = window_log.and_then(|path| {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path);
-        file.map_err(|e| {
-            eprintln!(
-                "poolprof-inject: cannot open the window log {}: {e}; not logging windows",
-                path.display()
-            )
-        })
-        .ok()
-    });
-    let mut switch = CuptiSwitch {
-        kinds: kinds.to_vec(),
-        window_log,
-        detach: detach && has_symbols(&detach::SYMBOLS),
-        started,
-        on_since: Some(started),
-        traced: Duration::ZERO,
-    };
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let on = Duration::from_millis(u64::from(trace_ms));
-    let off = Duration::from_millis(u64::from(period_ms - trace_ms));
-    let thread = std::thread::Builder::new()
-        .name("poolprof-duty".into())
-        .spawn(move || run_duty_cycle(on, off, &rx, &TRACING, &mut switch));
-    match thread {
-        Ok(thread) => {
-            if let Some(shared) = SHARED.get() {
-                shared.sampling.store(true, Ordering::Release);
-            }
-            Some(DutyThread { stop: tx, thread })
-        }
-        Err(_) => {
-            every_record_traced_from_now();
-            None
-        }
-    }
-}
-
-/// Records stay on from here to the exit: what the current window holds is whole.
-fn every_record_traced_from_now() {
-    if let Some(shared) = SHARED.get() {
-        shared.duty_ppm.store(FULL_DUTY_PPM, Ordering::Relaxed);
-        shared.sampling.store(false, Ordering::Release);
-    }
-}
-
-/// Whether the loaded CUPTI has every symbol in `names`.
-fn has_symbols(names: &[&str]) -> bool {
-    names.iter().all(|name| {
-        // SAFETY: start() checked the library is loaded; only the address is read.
-        unsafe { cupti_sys::culib().get::<*const ()>(name.as_bytes()) }.is_ok()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_published_share_is_traced_over_elapsed_time_within_the_wire_bounds() {
-        let ms = |n: u64| Duration::from_millis(n).as_nanos();
-        assert_eq!(share_ppm(ms(200), ms(4000)), 50_000);
-        assert_eq!(share_ppm(ms(190), ms(4030)), 47_146);
-        assert_eq!(share_ppm(0, ms(4000)), 1, "never zero");
-        assert_eq!(share_ppm(ms(10), 0), 1_000_000, "never above all");
-    }
 
     fn kinds_for(duty: &str, memcpy: &str) -> Vec<CUpti_ActivityKind> {
         let config = Config::from_lookup(|var| match var {
