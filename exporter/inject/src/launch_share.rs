@@ -29,8 +29,6 @@ use std::collections::BTreeMap;
 
 /// Most contexts followed per window.
 pub const MAX_CONTEXTS: usize = 64;
-/// Most uncounted launches before a window that it takes in, in periods of it.
-const MAX_UNCOUNTED_PERIODS: u64 = 16;
 
 /// Grid ids traced in one context: the lowest, the highest and how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +114,26 @@ impl LaunchSpans {
         self.contexts.keys().all(|c| other.contexts.contains_key(c))
     }
 
+    /// For each context, a window that launched right after this one's last id: it
+    /// ends this one's period there (records stayed on to the end).
+    pub fn ended_here(&self) -> LaunchSpans {
+        let contexts = self.contexts.iter().map(|(&c, span)| {
+            let next = span.last.saturating_add(1);
+            (
+                c,
+                Span {
+                    first: next,
+                    last: next,
+                    traced: 1,
+                },
+            )
+        });
+        LaunchSpans {
+            contexts: contexts.collect(),
+            unfollowed: 0,
+        }
+    }
+
     /// Each context's (id, first grid id, last grid id, records), for diagnostics.
     pub fn contexts(&self) -> impl Iterator<Item = (u32, i64, i64, u64)> + '_ {
         self.contexts
@@ -134,14 +152,16 @@ pub struct Counted {
 }
 
 impl Counted {
-    /// Launches of `context` before grid id `first` not counted yet: ids number from
-    /// 1, so all of them for a context not seen before; none for one beyond
-    /// [`MAX_CONTEXTS`].
+    /// Launches of `context` before grid id `first` not counted yet: the gap since the
+    /// last one counted; for the process's first context, all of them (its ids number
+    /// from 1: a whole process traced at every launch counted exactly its ids on the
+    /// H100); none for a later one, whose ids might number the process's launches
+    /// rather than its own.
     fn uncounted_before(&self, context: u32, first: i64) -> u64 {
         match self.up_to.get(&context) {
             Some(&up_to) if first > up_to => first.abs_diff(up_to) - 1,
             Some(_) => 0,
-            None if self.up_to.len() < MAX_CONTEXTS => first.abs_diff(1),
+            None if self.up_to.is_empty() => first.abs_diff(1),
             None => 0,
         }
     }
@@ -198,13 +218,6 @@ pub fn period_share_ppm(
             }
         };
         let before = counted.uncounted_before(context, span.first);
-        // Ids numbering from 1 put a few periods of start-up before the first window,
-        // not more; a gap far larger means ids that do not number launches from 1.
-        let before = if before <= MAX_UNCOUNTED_PERIODS * period {
-            before
-        } else {
-            0
-        };
         // Not every id is a kernel launch: the window's records stand for its ids.
         let period_ids = u128::from(period) + u128::from(before);
         add(
@@ -282,10 +295,16 @@ mod tests {
     }
 
     #[test]
-    fn ids_far_beyond_a_few_periods_are_not_counted_as_launches_before() {
+    fn only_the_first_context_counts_its_launches_from_id_1() {
         let mut counted = Counted::default();
-        let (late, after) = (window(5_000_001, 10), window(5_000_101, 10));
-        assert_eq!(period_share_ppm(&late, &after, TIME, &mut counted), 100_000);
+        let first = spans(
+            (91..=100)
+                .map(|g| (1, g))
+                .chain((5001..=5010).map(|g| (2, g))),
+        );
+        let next = spans([(1, 191), (2, 5101)]);
+        // Context 1 (seen first, lowest id): 10 of 190; context 2: 10 of 100.
+        assert_eq!(period_share_ppm(&first, &next, TIME, &mut counted), 68_965);
     }
 
     #[test]

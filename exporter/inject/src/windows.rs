@@ -56,6 +56,9 @@ pub struct Windows {
     ready: Sample,
     /// How far each context's launches are accounted for.
     counted: Counted,
+    /// A duty cycle ended windows: the current one's launches before it that no period
+    /// counted count with it at the end.
+    sampled: bool,
 }
 
 impl Windows {
@@ -67,6 +70,7 @@ impl Windows {
             pending: VecDeque::new(),
             ready: Sample::new(Aggregator::new(max_kernels), share_ppm),
             counted: Counted::default(),
+            sampled: false,
         }
     }
 
@@ -80,6 +84,7 @@ impl Windows {
     /// waited [`MAX_WAIT_WINDOWS`], are measured and made ready; the shares they were
     /// given are returned.
     pub fn window_ended(&mut self, time_ppm: u32) -> Vec<u32> {
+        self.sampled = true;
         let ended = std::mem::replace(&mut self.current, Window::new(self.max_kernels));
         for pending in &mut self.pending {
             pending.later.add_new_contexts(&ended.launches);
@@ -107,6 +112,8 @@ impl Windows {
     /// Everything held, when no duty cycle runs (any more): the windows waiting,
     /// measured against the current one, and the current one as a `current_ppm`
     /// sample (every launch since it began was traced, unless records are never on).
+    /// After a duty cycle, launches before the current window that no period counted
+    /// count with it.
     pub fn take_all(&mut self, current_ppm: u32) -> Sample {
         let current = std::mem::replace(&mut self.current, Window::new(self.max_kernels));
         for pending in &mut self.pending {
@@ -114,7 +121,14 @@ impl Windows {
         }
         self.release(|_| true);
         if !current.records.is_empty() {
-            self.ready.absorb(Sample::new(current.records, current_ppm));
+            let share = match self.sampled {
+                true => {
+                    let end = current.launches.ended_here();
+                    period_share_ppm(&current.launches, &end, current_ppm, &mut self.counted)
+                }
+                false => current_ppm,
+            };
+            self.ready.absorb(Sample::new(current.records, share));
         }
         self.ready.take()
     }
@@ -260,6 +274,52 @@ mod tests {
         launch(&mut w, 501, 10);
         // 10 records for ids 106..=500: 395 launches.
         assert_eq!(w.window_ended(TIME), [25_316]);
+    }
+
+    /// Scaled launches of `sample` (each launch over the share it samples), and how
+    /// far the share's rounding to whole ppm can move them.
+    fn scaled(sample: &Sample) -> (f64, f64) {
+        let share = f64::from(sample.share_ppm());
+        let scaled = sample.records.launches() as f64 * 1e6 / share;
+        (scaled, scaled / share)
+    }
+
+    proptest::proptest! {
+        /// A process launching at any pace inside and outside windows, pausing through
+        /// up to two windows at a time, that exits just after its first launch in a
+        /// window: every launch is counted, but for the estimate of that last window.
+        #[test]
+        fn scaled_launches_add_up_to_the_launches_made(
+            periods in proptest::collection::vec((0u32..300, 0u32..3000), 1..40),
+            before in 0u32..5000,
+        ) {
+            let mut w = Windows::new(64, TIME);
+            let mut next_id = 1 + i64::from(before); // launched before the first window
+            let mut made = u64::from(before);
+            let (mut sent, mut rounding) = (0.0, 0.0);
+            let mut idle_windows = 0;
+            for (inside, outside) in periods {
+                // At most two windows in a row without a launch.
+                let inside = if inside == 0 && idle_windows == 2 { 1 } else { inside };
+                idle_windows = if inside == 0 { idle_windows + 1 } else { 0 };
+                launch(&mut w, next_id, i64::from(inside));
+                w.window_ended(TIME);
+                let (launches, error) = scaled(&w.take_ready());
+                (sent, rounding) = (sent + launches, rounding + error);
+                next_id += i64::from(inside + outside);
+                made += u64::from(inside + outside);
+            }
+            launch(&mut w, next_id, 1);
+            made += 1;
+            let (launches, error) = scaled(&w.take_all(crate::wire::FULL_DUTY_PPM));
+            (sent, rounding) = (sent + launches, rounding + error);
+            // The last window's one launch was taken halfway to a whole period at 5%.
+            let last_window = (1.0 + 1e6 / f64::from(TIME)) / 2.0;
+            proptest::prop_assert!(
+                (sent - made as f64).abs() <= last_window + rounding + 1e-6 * made as f64,
+                "sent {sent}, made {made}, rounding {rounding}"
+            );
+        }
     }
 
     #[test]
