@@ -66,6 +66,26 @@ def workload_total(url, metric, workload, **labels):
                if n == metric and l.get("workload") == workload and all(l.get(k) == x for k, x in labels.items()))
 
 
+def kernel_totals(url, workload):
+    """(kernel seconds, launches) of `workload`, from one scrape."""
+    totals = {"poolprof_kernel_duration_seconds_total": 0.0, "poolprof_kernel_launches_total": 0.0}
+    for name, labels, value in parse_metrics(scrape(url)):
+        if name in totals and labels.get("workload") == workload:
+            totals[name] += value
+    return totals["poolprof_kernel_duration_seconds_total"], totals["poolprof_kernel_launches_total"]
+
+
+def tracing_probe():
+    """`poolprof_inject_tracing` of the library CUDA loaded (dlopen of the same path
+    returns the same object), or exit when it is missing."""
+    path = os.environ.get("CUDA_INJECTION64_PATH")
+    if not path:
+        sys.exit("CUDA_INJECTION64_PATH is not set; run with the library injected")
+    fn = ctypes.CDLL(path).poolprof_inject_tracing
+    fn.restype, fn.argtypes = ctypes.c_int, []
+    return fn
+
+
 def proc_status(key):
     with open("/proc/self/status") as f:
         for line in f:
@@ -323,15 +343,11 @@ def gemm_loop(torch, iterations):
 
 def compare_with_exporter(args, label, iterations, run):
     """Exporter-reported kernel seconds and launches over `run` vs CUDA-event seconds."""
-    metric_s = "poolprof_kernel_duration_seconds_total"
-    metric_n = "poolprof_kernel_launches_total"
     time.sleep(args.settle)  # earlier kernels reach the exporter first
-    s0 = workload_total(args.metrics_url, metric_s, args.workload)
-    n0 = workload_total(args.metrics_url, metric_n, args.workload)
+    s0, n0 = kernel_totals(args.metrics_url, args.workload)
     event_s, launches = run()
     time.sleep(args.settle)
-    s1 = workload_total(args.metrics_url, metric_s, args.workload)
-    n1 = workload_total(args.metrics_url, metric_n, args.workload)
+    s1, n1 = kernel_totals(args.metrics_url, args.workload)
     reported = s1 - s0
     return {
         "loop": label,
@@ -372,7 +388,7 @@ def end_in_window(torch, step):
     it, and returns how many steps that took. A sampled window's period ends at the
     process's first launch in a later window, so ending just inside one leaves only
     that step's few records to be estimated at the exit."""
-    tracing = ctypes.CDLL(os.environ["CUDA_INJECTION64_PATH"]).poolprof_inject_tracing
+    tracing = tracing_probe()
     steps = 0
     for want in (False, True):  # out of any window, then into the next one
         while (tracing() == 1) != want:
@@ -432,10 +448,8 @@ def cmd_totals(args):
     """A workload's whole kernel launches and kernel seconds, read after its process
     exited (the library sends everything at exit; the exporter keeps the series)."""
     time.sleep(args.settle)
-    url, w = args.metrics_url, args.workload
-    result = {"workload": w,
-              "launches": workload_total(url, "poolprof_kernel_launches_total", w),
-              "kernel_seconds": workload_total(url, "poolprof_kernel_duration_seconds_total", w)}
+    seconds, launches = kernel_totals(args.metrics_url, args.workload)
+    result = {"workload": args.workload, "launches": launches, "kernel_seconds": seconds}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     print(json.dumps(result))
