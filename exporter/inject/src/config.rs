@@ -171,15 +171,18 @@ fn parse_switch(var: &'static str, v: &str) -> Result<bool, ConfigError> {
 
 fn parse_socket(var: &'static str, v: &str) -> Result<PathBuf, ConfigError> {
     // sockaddr_un holds 108 bytes including the terminating NUL.
-    if v.is_empty() || !v.starts_with('/') || v.len() > 107 || v.contains('\0') {
-        return Err(invalid(var, v, "an absolute path of at most 107 bytes"));
-    }
-    Ok(PathBuf::from(v))
+    parse_absolute(var, v, 107)
 }
 
 fn parse_path(var: &'static str, v: &str) -> Result<PathBuf, ConfigError> {
-    if !v.starts_with('/') || v.len() > 4096 || v.contains('\0') {
-        return Err(invalid(var, v, "an absolute path"));
+    parse_absolute(var, v, 4096)
+}
+
+/// An absolute path of at most `max` bytes, without NUL.
+fn parse_absolute(var: &'static str, v: &str, max: usize) -> Result<PathBuf, ConfigError> {
+    if !v.starts_with('/') || v.len() > max || v.contains('\0') {
+        let expected = format!("an absolute path of at most {max} bytes");
+        return Err(invalid(var, v, &expected));
     }
     Ok(PathBuf::from(v))
 }

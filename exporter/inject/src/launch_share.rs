@@ -41,10 +41,11 @@ struct Span {
 impl Span {
     /// Whether the ids look like consecutive launch numbers: while a window traces,
     /// nearly every launch between its first and last id has a record (all of them in
-    /// a loop of tiny kernels on the H100, 96% in a training loop).
+    /// a loop of tiny kernels on the H100, 96% in a training loop). Ids that are not
+    /// positive never reach a span ([`LaunchSpans::add`]).
     fn dense(&self) -> bool {
         let ids = self.ids();
-        self.first > 0 && self.traced <= ids && self.traced * 2 >= ids
+        self.traced <= ids && self.traced * 2 >= ids
     }
 
     /// Grid ids from the first to the last, both included.
@@ -153,10 +154,10 @@ pub struct Counted {
 
 impl Counted {
     /// Launches of `context` before grid id `first` not counted yet: the gap since the
-    /// last one counted; for the process's first context, all of them (its ids number
-    /// from 1: a whole process traced at every launch counted exactly its ids on the
-    /// H100); none for a later one, whose ids might number the process's launches
-    /// rather than its own.
+    /// last one counted; for the process's first context, all of them (taking its ids
+    /// to number from 1 made whole sampled processes agree with tracing every launch on
+    /// the H100, runs 20 and 21); none for a later one, whose ids might number the
+    /// process's launches rather than its own.
     fn uncounted_before(&self, context: u32, first: i64) -> u64 {
         match self.up_to.get(&context) {
             Some(&up_to) if first > up_to => first.abs_diff(up_to) - 1,

@@ -4,8 +4,8 @@
 //! launched in a later window (`launch_share`), so a window that ended waits until
 //! then (at most [`MAX_WAIT_WINDOWS`] windows); it is then scaled by that share and
 //! ready to send, oldest first. Metrics of a sampled process therefore lag by a
-//! period (4 s by default), more while it pauses. Without a duty cycle, and after it stopped (records
-//! stay on to the exit), everything is ready at once.
+//! period (4 s by default), more while it pauses. Without a duty cycle, and after it
+//! stopped (records stay on to the exit), everything is ready at once.
 
 use crate::aggregate::Aggregator;
 use crate::launch_share::{period_share_ppm, Counted, LaunchSpans};
@@ -235,14 +235,21 @@ mod tests {
         assert_eq!(w.window_ended(TIME), [33_333]);
     }
 
-    #[test]
-    fn a_window_whose_process_stopped_is_taken_halfway() {
+    /// Ten launches in one window, then windows without a launch until the next one
+    /// ends the wait.
+    fn idle_after_one_window() -> Windows {
         let mut w = Windows::new(64, TIME);
         launch(&mut w, 1, 10);
         w.window_ended(TIME);
         for _ in 1..MAX_WAIT_WINDOWS {
             assert!(w.window_ended(TIME).is_empty());
         }
+        w
+    }
+
+    #[test]
+    fn a_window_whose_process_stopped_is_taken_halfway() {
+        let mut w = idle_after_one_window();
         // 10 records: between 10 launches and 200 at 5% of the time; 105.
         assert_eq!(w.window_ended(TIME), [95_238]);
         let mut w = Windows::new(64, TIME);
@@ -257,12 +264,7 @@ mod tests {
 
     #[test]
     fn launches_during_a_pause_longer_than_the_wait_count_with_the_next_window() {
-        let mut w = Windows::new(64, TIME);
-        launch(&mut w, 1, 10);
-        w.window_ended(TIME);
-        for _ in 1..MAX_WAIT_WINDOWS {
-            w.window_ended(TIME);
-        }
+        let mut w = idle_after_one_window();
         assert_eq!(
             w.window_ended(TIME),
             [95_238],
