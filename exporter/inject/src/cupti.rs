@@ -36,7 +36,9 @@ const MEMORY_KINDS: [CUpti_ActivityKind; 2] = [
 ];
 /// Optional: without it CUPTI zeroes each buffer itself.
 const SET_ATTRIBUTE: &str = "cuptiActivitySetAttribute";
-const CUPTI_SYMBOLS: [&str; 6] = [
+const CUPTI_SYMBOLS: [&str; 8] = [
+    "cuptiSubscribe",
+    "cuptiUnsubscribe",
     "cuptiActivityRegisterCallbacks",
     "cuptiActivityEnable",
     "cuptiActivityDisable",
@@ -90,7 +92,9 @@ struct Shared {
     duty_ppm: AtomicU32,
     /// A duty cycle runs: windows are sent once their period is measured.
     sampling: AtomicBool,
-    stopping: AtomicBool,
+    /// No record is taken any more: the process is exiting, or another CUPTI client
+    /// took over and the library stepped aside.
+    closed: AtomicBool,
     /// CUPTI was told buffers come zeroed, so they are cleared before reuse.
     zeroed_buffers: bool,
 }
@@ -116,11 +120,13 @@ fn kinds(config: &Config) -> Vec<CUpti_ActivityKind> {
     kinds
 }
 
-/// Loads CUPTI, registers the buffer callbacks and enables the kinds `config` asks
-/// for (returned in [`CuptiSource::kinds`], for the duty cycle). On error every kind
-/// it enabled is disabled again.
+/// Loads CUPTI, checks that no other client subscribed, registers the buffer
+/// callbacks and enables the kinds `config` asks for (returned in
+/// [`CuptiSource::kinds`], for the duty cycle). On error every kind it enabled is
+/// disabled again.
 pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
     check_symbols()?;
+    detach::check_alone(detach::no_other_subscriber).map_err(|_| StartError::OtherSubscriber)?;
     let zeroed_buffers = promise_zeroed_buffers();
     let pool =
         BufferPool::new(config.buffer_bytes, config.buffers).ok_or(StartError::NoMemory {
@@ -136,7 +142,7 @@ pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
         // Set from the start, so nothing is sent unmeasured before the duty-cycle
         // thread runs (if it cannot start, everything is traced and this is cleared).
         sampling: AtomicBool::new(matches!(config.duty, Some(DutyCycle::Sampled { .. }))),
-        stopping: AtomicBool::new(false),
+        closed: AtomicBool::new(false),
         zeroed_buffers,
     };
     SHARED.set(shared).map_err(|_| StartError::AlreadyStarted)?;
@@ -220,7 +226,7 @@ unsafe extern "C" fn buffer_requested(
 ) {
     let got = SHARED
         .get()
-        .filter(|s| !s.stopping.load(Ordering::Relaxed))
+        .filter(|s| !s.closed.load(Ordering::Relaxed))
         .and_then(|s| s.pool.acquire().map(|p| (p, s.pool.buffer_size())));
     let (ptr, len) = got.unwrap_or((std::ptr::null_mut(), 0));
     // SAFETY: CUPTI passes valid out-pointers.
@@ -246,6 +252,9 @@ unsafe extern "C" fn buffer_completed(
     };
     // A panic must not unwind into CUPTI (it would abort the application).
     let _ = std::panic::catch_unwind(|| {
+        if shared.closed.load(Ordering::Relaxed) {
+            return;
+        }
         let mut dropped = 0usize;
         // SAFETY: CUPTI passes its own context and stream; `dropped` is a valid out-pointer.
         let _ = unsafe { activity::get_num_dropped_records(context, stream_id, &mut dropped) };
@@ -367,10 +376,10 @@ fn device_uuid(ordinal: u32) -> Option<[u8; 16]> {
     Some(uuid.bytes.map(|b| b as u8))
 }
 
-/// Stops collection at exit: no more buffers are handed out after this.
+/// Stops collection at exit: no buffer is handed out and no record taken after this.
 pub fn stop() {
     if let Some(shared) = SHARED.get() {
-        shared.stopping.store(true, Ordering::Relaxed);
+        shared.closed.store(true, Ordering::Relaxed);
     }
 }
 

@@ -12,6 +12,13 @@
 //! none races with the finalization or re-attaches CUPTI by accident while it is
 //! detached. The callback never waits for that lock (it only tries it), so an
 //! application thread is never blocked by the library's threads.
+//!
+//! CUPTI serves one subscriber, and a profiler started later in the process (the
+//! PyTorch profiler subscribes when it first starts) must find CUPTI free: the library
+//! holds a subscription only while a finalization is pending, for at most
+//! [`detach`]'s wait, and checks before each window ([`attach`]) and at its end
+//! ([`check_alone`]) that no other client subscribed. Once one has, the library steps
+//! aside for good ([`Attachment::Aside`]) and makes no CUPTI call again.
 
 use cudarc::cupti::sys::{
     self as cupti_sys, CUptiResult, CUpti_ApiCallbackSite, CUpti_CallbackData,
@@ -39,7 +46,14 @@ pub enum Attachment {
     Finalizing(Subscriber),
     /// Finalized: nothing of CUPTI is on the application's launch path.
     Detached,
+    /// Another CUPTI client subscribed: the library makes no CUPTI call again.
+    Aside,
 }
+
+/// Another CUPTI client (a profiler) holds CUPTI's subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("another CUPTI client is active (a profiler such as Nsight or torch.profiler)")]
+pub struct OtherClient;
 
 /// A CUPTI subscriber handle (a pointer CUPTI owns; only passed back to it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,9 +79,10 @@ pub fn with_attached<R>(call: impl FnOnce() -> R) -> Option<R> {
 }
 
 /// Asks the next driver API call of the application to finalize CUPTI and waits up to
-/// `wait` for it. Returns whether CUPTI is detached (an idle application may make no
-/// call in time: the finalization then stays pending until [`attach`] cancels it).
-/// Records must be off and flushed before.
+/// `wait` for it. Returns whether CUPTI is detached. An idle application may make no
+/// call in time: the finalization is then cancelled (CUPTI stays attached, records
+/// off) rather than left pending, so the subscription it needs never keeps a profiler
+/// from subscribing for longer than `wait`. Records must be off and flushed before.
 pub fn detach(wait: Duration) -> Result<bool, CUptiResult> {
     {
         let mut guard = state();
@@ -83,6 +98,7 @@ pub fn detach(wait: Duration) -> Result<bool, CUptiResult> {
     while matches!(*guard, Attachment::Finalizing(_)) {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
+            cancel_finalization(&mut guard);
             break;
         }
         guard = CHANGED
@@ -93,27 +109,70 @@ pub fn detach(wait: Duration) -> Result<bool, CUptiResult> {
     Ok(*guard == Attachment::Detached)
 }
 
-/// Makes CUPTI usable again: cancels a pending finalization, or runs `reattach` (which
-/// registers the buffer callbacks again) after a finished one. Returns whether CUPTI
-/// is attached.
-pub fn attach(reattach: impl FnOnce() -> bool) -> bool {
+/// Makes CUPTI usable for a window: cancels a pending finalization, checks with
+/// `alone` that no other client subscribed (stepping aside for good if one did), and
+/// after a finished finalization runs `reattach` (which registers the buffer
+/// callbacks again). Returns whether CUPTI is attached.
+pub fn attach(
+    alone: impl FnOnce() -> bool,
+    reattach: impl FnOnce() -> bool,
+) -> Result<bool, OtherClient> {
+    let mut guard = state();
+    cancel_finalization(&mut guard);
+    if *guard == Attachment::Aside || !alone() {
+        *guard = Attachment::Aside;
+        return Err(OtherClient);
+    }
+    if *guard == Attachment::Detached && reattach() {
+        *guard = Attachment::Attached;
+    }
+    Ok(*guard == Attachment::Attached)
+}
+
+/// Checks with `alone`, while CUPTI is attached, that no other client subscribed;
+/// if one did, the library steps aside for good. Detached, nothing is asked of CUPTI
+/// (asking would attach it again): [`attach`] checks before the next window.
+pub fn check_alone(alone: impl FnOnce() -> bool) -> Result<(), OtherClient> {
     let mut guard = state();
     match *guard {
-        Attachment::Attached => true,
-        Attachment::Finalizing(subscriber) => {
-            WANTED.store(false, Ordering::Release);
-            // SAFETY: a handle from cuptiSubscribe that CUPTI has not finalized (the
-            // callback finalizes only under this lock, which we hold).
-            let _ = unsafe { cupti_sys::cuptiUnsubscribe(subscriber.0) };
-            *guard = Attachment::Attached;
+        Attachment::Aside => Err(OtherClient),
+        Attachment::Attached if !alone() => {
+            *guard = Attachment::Aside;
+            Err(OtherClient)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Whether no other CUPTI client is subscribed: subscribing (with no callback domain
+/// enabled) succeeds and is undone at once. CUPTI answers
+/// `CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED` while another client holds its
+/// subscription; any other failure is not taken for a client.
+pub fn no_other_subscriber() -> bool {
+    let mut handle: CUpti_SubscriberHandle = std::ptr::null_mut();
+    // SAFETY: `handle` is a valid out-pointer; no domain is enabled, so the callback
+    // is never called.
+    let subscribed =
+        unsafe { cupti_sys::cuptiSubscribe(&mut handle, Some(on_api), std::ptr::null_mut()) };
+    match subscribed {
+        CUptiResult::CUPTI_SUCCESS => {
+            // SAFETY: the handle was just returned by cuptiSubscribe.
+            let _ = unsafe { cupti_sys::cuptiUnsubscribe(handle) };
             true
         }
-        Attachment::Detached => {
-            if reattach() {
-                *guard = Attachment::Attached;
-            }
-            *guard == Attachment::Attached
-        }
+        CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => false,
+        _ => true,
+    }
+}
+
+/// Unsubscribes a pending finalization, leaving CUPTI attached.
+fn cancel_finalization(guard: &mut Attachment) {
+    if let Attachment::Finalizing(subscriber) = *guard {
+        WANTED.store(false, Ordering::Release);
+        // SAFETY: a handle from cuptiSubscribe that CUPTI has not finalized (the
+        // callback finalizes only under the lock, which the caller holds).
+        let _ = unsafe { cupti_sys::cuptiUnsubscribe(subscriber.0) };
+        *guard = Attachment::Attached;
     }
 }
 
@@ -178,16 +237,41 @@ mod tests {
 
     /// One test: the state is process-wide.
     #[test]
-    fn library_calls_run_only_while_attached_and_attaching_registers_again() {
+    fn library_calls_run_only_while_attached_and_another_client_sets_it_aside() {
+        let alone = || true;
         assert_eq!(with_attached(|| 7), Some(7));
-        assert!(attach(|| panic!("attached already: nothing to register")));
+        let nothing_to_register = || panic!("attached already: nothing to register");
+        assert_eq!(attach(alone, nothing_to_register), Ok(true));
+        assert_eq!(check_alone(alone), Ok(()));
 
         *state() = Attachment::Detached;
         assert_eq!(with_attached(|| 7), None, "no CUPTI call while detached");
-        assert!(!attach(|| false), "a failed registration stays detached");
+        let never_asked = || panic!("detached: asking CUPTI would attach it");
+        assert_eq!(check_alone(never_asked), Ok(()));
+        assert_eq!(attach(alone, || false), Ok(false), "a failed registration");
         assert_eq!(*state(), Attachment::Detached);
-        assert!(attach(|| true));
+        assert_eq!(attach(alone, || true), Ok(true));
         assert_eq!(*state(), Attachment::Attached);
         assert_eq!(with_attached(|| 8), Some(8));
+
+        // A profiler subscribed while the library was detached: it never registers
+        // its callbacks over the profiler's, and never calls CUPTI again.
+        *state() = Attachment::Detached;
+        let never_registered = || panic!("registered over another client");
+        assert_eq!(attach(|| false, never_registered), Err(OtherClient));
+        assert_eq!(with_attached(|| 9), None);
+        assert_eq!(
+            attach(alone, never_registered),
+            Err(OtherClient),
+            "for good"
+        );
+        assert_eq!(check_alone(alone), Err(OtherClient));
+        assert_eq!(detach(Duration::ZERO), Ok(false));
+
+        // One subscribed during a window: found at its end, before records go off.
+        *state() = Attachment::Attached;
+        assert_eq!(check_alone(|| false), Err(OtherClient));
+        assert_eq!(*state(), Attachment::Aside);
+        *state() = Attachment::Attached;
     }
 }

@@ -75,6 +75,11 @@ pub trait Switch {
     /// Turns records off. A kind that fails to go off stays on: the flag still says
     /// Off, which is safe for a caller that treats "not 1" as "not known to be traced".
     fn off(&mut self);
+    /// Whether the switch stepped aside for good (another CUPTI client took over):
+    /// the cycle ends and touches nothing more.
+    fn aside(&self) -> bool {
+        false
+    }
 }
 
 /// A [`Switch`] over kinds toggled one by one: `enable` and `disable` act on one kind
@@ -108,7 +113,8 @@ impl<K: Copy, E: FnMut(K) -> bool, D: FnMut(K) -> bool> Switch for EachKind<'_, 
 /// Runs a duty cycle until `stop` receives a message or its sender is dropped:
 /// `on` with records on, then `off` with them off, and so on, keeping `flag` in step.
 /// Records are assumed on at entry and are left on at return (so the final flush is
-/// whole); the flag claims On only when the switch says every kind is on.
+/// whole); the flag claims On only when the switch says every kind is on. When the
+/// switch steps aside the cycle ends at once, with the flag Inactive.
 pub fn run_duty_cycle(
     on: Duration,
     off: Duration,
@@ -121,13 +127,19 @@ pub fn run_duty_cycle(
     while keep_going(on) {
         flag.set(Tracing::Off);
         switch.off();
+        if switch.aside() {
+            break;
+        }
         let again = keep_going(off);
         if switch.on() {
             flag.set(Tracing::On);
         }
-        if !again {
+        if !again || switch.aside() {
             break;
         }
+    }
+    if switch.aside() {
+        flag.set(Tracing::Inactive);
     }
 }
 
@@ -271,6 +283,40 @@ mod tests {
             );
         }
         assert!(rounds.last().unwrap()[0].1, "the last round enables");
+    }
+
+    /// Steps aside at its `at`-th call (on and off counted together).
+    struct StepsAside {
+        calls: u32,
+        at: u32,
+    }
+
+    impl Switch for StepsAside {
+        fn on(&mut self) -> bool {
+            assert!(!self.aside(), "on() after stepping aside");
+            self.calls += 1;
+            true
+        }
+        fn off(&mut self) {
+            assert!(!self.aside(), "off() after stepping aside");
+            self.calls += 1;
+        }
+        fn aside(&self) -> bool {
+            self.calls >= self.at
+        }
+    }
+
+    #[test]
+    fn a_switch_that_steps_aside_ends_the_cycle_inactive() {
+        for at in [1, 2, 5] {
+            let flag = TracingFlag::new();
+            let (_tx, rx) = mpsc::channel::<()>();
+            let mut switch = StepsAside { calls: 0, at };
+            let ms = Duration::from_millis(1);
+            run_duty_cycle(ms, ms, &rx, &flag, &mut switch);
+            assert_eq!(switch.calls, at, "nothing is touched after stepping aside");
+            assert_eq!(flag.get(), Tracing::Inactive, "stepped aside at call {at}");
+        }
     }
 
     #[test]

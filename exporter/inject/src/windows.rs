@@ -115,11 +115,7 @@ impl Windows {
     /// After a duty cycle, launches before the current window that no period counted
     /// count with it.
     pub fn take_all(&mut self, current_ppm: u32) -> Sample {
-        let current = std::mem::replace(&mut self.current, Window::new(self.max_kernels));
-        for pending in &mut self.pending {
-            pending.later.add_new_contexts(&current.launches);
-        }
-        self.release(|_| true);
+        let current = self.end_current();
         if !current.records.is_empty() {
             let share = match self.sampled {
                 true => {
@@ -131,6 +127,24 @@ impl Windows {
             self.ready.absorb(Sample::new(current.records, share));
         }
         self.ready.take()
+    }
+
+    /// Records stopped for good before the current window ended (another CUPTI client
+    /// took them over): the waiting windows are measured against the launches it saw
+    /// and made ready; its own records, which may lack some, are dropped.
+    pub fn cut_short(&mut self) {
+        let _dropped = self.end_current();
+    }
+
+    /// Ends the current window for good: every waiting window is measured against it
+    /// (a context it did not see is taken as stopped) and made ready.
+    fn end_current(&mut self) -> Window {
+        let current = std::mem::replace(&mut self.current, Window::new(self.max_kernels));
+        for pending in &mut self.pending {
+            pending.later.add_new_contexts(&current.launches);
+        }
+        self.release(|_| true);
+        current
     }
 
     /// Measures the waiting windows that are `due`, oldest first and in order (each
@@ -219,6 +233,23 @@ mod tests {
         assert_eq!(all.records.launches(), 50);
         assert_eq!(all.share_ppm(), 357_142);
         assert!(w.take_all(crate::wire::FULL_DUTY_PPM).is_empty());
+    }
+
+    #[test]
+    fn cut_short_measures_the_waiting_window_and_drops_the_current_one() {
+        let mut w = Windows::new(64, TIME);
+        launch(&mut w, 1, 10);
+        w.window_ended(TIME);
+        // Another client took the records over during this window: 3 of them came.
+        launch(&mut w, 101, 3);
+        w.cut_short();
+        let sent = w.take_all(TIME);
+        assert_eq!(
+            (sent.records.launches(), sent.share_ppm()),
+            (10, 100_000),
+            "the first window: 10 of the 100 launches before the cut one"
+        );
+        assert!(w.take_all(TIME).is_empty(), "nothing of the cut window");
     }
 
     #[test]

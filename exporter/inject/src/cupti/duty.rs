@@ -1,6 +1,8 @@
 //! The duty cycle on CUPTI: records on for a window, off (and CUPTI detached) for the
 //! rest of each period; a window ends once its records are all in (`crate::windows`
-//! measures it).
+//! measures it). Before each window and at its end it checks that no other CUPTI
+//! client (a profiler started later in the process) subscribed; once one has, the
+//! library steps aside for good and leaves CUPTI to it.
 
 use super::{buffer_completed, buffer_requested, lock, promise_zeroed_buffers, SHARED};
 use crate::detach;
@@ -8,7 +10,7 @@ use crate::tracing_state::{run_duty_cycle, EachKind, Switch, TRACING};
 use crate::windows::Window;
 use crate::wire::{share_ppm, DutyCycle, FULL_DUTY_PPM};
 use cudarc::cupti::result::activity;
-use cudarc::cupti::sys::{self as cupti_sys, CUpti_ActivityFlag, CUpti_ActivityKind};
+use cudarc::cupti::sys::{self as cupti_sys, CUptiResult, CUpti_ActivityFlag, CUpti_ActivityKind};
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -50,6 +52,8 @@ struct CuptiSwitch {
     started: Instant,
     on_since: Option<Instant>,
     traced: Duration,
+    /// Another CUPTI client took over: no CUPTI call from here on.
+    aside: bool,
 }
 
 impl CuptiSwitch {
@@ -84,6 +88,20 @@ impl CuptiSwitch {
         }
     }
 
+    /// Leaves CUPTI to the client that subscribed: records are no longer taken, the
+    /// windows waiting are measured against the launches the current one saw, and the
+    /// current one, which may lack records the other client took, is dropped. Record
+    /// kinds are left as they are: disabling them would stop the other client's.
+    fn step_aside(&mut self, why: detach::OtherClient) {
+        self.aside = true;
+        if let Some(shared) = SHARED.get() {
+            shared.closed.store(true, Ordering::Relaxed);
+            shared.sampling.store(false, Ordering::Release);
+            lock(&shared.windows).cut_short();
+        }
+        eprintln!("poolprof-inject: {why}, stepping aside; the counts sent so far stay");
+    }
+
     fn each_kind(&self) -> EachKind<'_, CUpti_ActivityKind, KindCall, KindCall> {
         EachKind {
             kinds: &self.kinds,
@@ -98,6 +116,11 @@ impl Switch for CuptiSwitch {
         if let Some(since) = self.on_since.take() {
             self.traced += since.elapsed();
         }
+        // A profiler that started during the window has registered its callbacks
+        // and enabled its kinds: turning them off would stop its records.
+        if let Err(other) = detach::check_alone(detach::no_other_subscriber) {
+            return self.step_aside(other);
+        }
         let _ = detach::with_attached(|| self.each_kind().off());
         // Every record of the window is in before it ends: windows are measured by
         // the records that arrive in them.
@@ -105,23 +128,36 @@ impl Switch for CuptiSwitch {
         let forced = CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED as u32;
         let _ = detach::with_attached(|| activity::flush_all(forced));
         self.window_ended();
-        // Subscribing fails when another CUPTI client (a profiler) is present: CUPTI
-        // must not be finalized under it, so records are only disabled from then on.
-        if self.detach && detach::detach(DETACH_WAIT).is_err() {
-            self.detach = false;
+        // CUPTI must never be finalized under another client; one that subscribed
+        // during the drain makes subscribing fail.
+        match self.detach.then(|| detach::detach(DETACH_WAIT)) {
+            Some(Err(CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)) => {
+                self.step_aside(detach::OtherClient)
+            }
+            Some(Err(_)) => self.detach = false,
+            _ => {}
         }
     }
 
     fn on(&mut self) -> bool {
         self.publish_ratio();
-        if !detach::attach(reattach) {
-            return false;
+        match detach::attach(detach::no_other_subscriber, reattach) {
+            Ok(true) => {}
+            Ok(false) => return false,
+            Err(other) => {
+                self.step_aside(other);
+                return false;
+            }
         }
         let all_on = detach::with_attached(|| self.each_kind().on()).unwrap_or(false);
         if all_on {
             self.on_since = Some(Instant::now());
         }
         all_on
+    }
+
+    fn aside(&self) -> bool {
+        self.aside
     }
 }
 
@@ -192,6 +228,7 @@ pub fn spawn_duty_cycle(
         started,
         on_since: Some(started),
         traced: Duration::ZERO,
+        aside: false,
     };
     let (tx, rx) = std::sync::mpsc::channel::<()>();
     let on = Duration::from_millis(u64::from(trace_ms));
