@@ -17,34 +17,20 @@ use crate::sample::Sample;
 use crate::sender::Source;
 use crate::windows::Windows;
 use crate::wire::{DutyCycle, FULL_DUTY_PPM};
-use cudarc::cupti::result::{activity, CuptiError};
-use cudarc::cupti::sys::{
-    self as cupti_sys, CUptiResult, CUpti_Activity, CUpti_ActivityFlag, CUpti_ActivityKind,
-};
+use cudarc::cupti::sys::{CUptiResult, CUpti_Activity, CUpti_ActivityFlag, CUpti_ActivityKind};
 use cudarc::driver::sys::{self as driver_sys, CUcontext};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 mod duty;
+pub mod library;
 pub use duty::{spawn_duty_cycle, DutyThread};
 
 const KERNEL: CUpti_ActivityKind = CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
 const MEMORY_KINDS: [CUpti_ActivityKind; 2] = [
     CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
     CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
-];
-/// Optional: without it CUPTI zeroes each buffer itself.
-const SET_ATTRIBUTE: &str = "cuptiActivitySetAttribute";
-const CUPTI_SYMBOLS: [&str; 8] = [
-    "cuptiSubscribe",
-    "cuptiUnsubscribe",
-    "cuptiActivityRegisterCallbacks",
-    "cuptiActivityEnable",
-    "cuptiActivityDisable",
-    "cuptiActivityFlushAll",
-    "cuptiActivityGetNextRecord",
-    "cuptiActivityGetNumDroppedRecords",
 ];
 const DRIVER_SYMBOLS: [&str; 2] = ["cuDeviceGet", "cuDeviceGetUuid_v2"];
 
@@ -125,9 +111,10 @@ fn kinds(config: &Config) -> Vec<CUpti_ActivityKind> {
 /// [`CuptiSource::kinds`], for the duty cycle). On error every kind it enabled is
 /// disabled again.
 pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
-    check_symbols()?;
+    let cupti = library::load()?;
+    check_driver_symbols()?;
     detach::check_alone(detach::no_other_subscriber).map_err(|_| StartError::OtherSubscriber)?;
-    let zeroed_buffers = promise_zeroed_buffers();
+    let zeroed_buffers = promise_zeroed_buffers(cupti);
     let pool =
         BufferPool::new(config.buffer_bytes, config.buffers).ok_or(StartError::NoMemory {
             size: config.buffer_bytes,
@@ -146,35 +133,24 @@ pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
         zeroed_buffers,
     };
     SHARED.set(shared).map_err(|_| StartError::AlreadyStarted)?;
-    activity::register_callbacks(Some(buffer_requested), Some(buffer_completed))
-        .map_err(|e| classify("cuptiActivityRegisterCallbacks", e))?;
+    let registered = cupti.register(Some(buffer_requested), Some(buffer_completed));
+    check("cuptiActivityRegisterCallbacks", registered)?;
     let kinds = kinds(config);
     for (i, kind) in kinds.iter().enumerate() {
-        if let Err(e) = activity::enable(*kind) {
+        if let Err(e) = check("cuptiActivityEnable", cupti.enable_kind(*kind)) {
             for enabled in &kinds[..i] {
-                let _ = activity::disable(*enabled);
+                let _ = cupti.disable_kind(*enabled);
             }
-            return Err(classify("cuptiActivityEnable", e));
+            return Err(e);
         }
     }
     Ok(CuptiSource { kinds })
 }
 
-fn check_symbols() -> Result<(), StartError> {
-    // SAFETY: probing for a library has no side effect besides loading it.
-    if !unsafe { cupti_sys::is_culib_present() } {
-        return Err(StartError::NoCupti);
-    }
-    // SAFETY: the library is present, so `culib` does not panic; looking a symbol up
-    // does not call it.
-    let cupti = unsafe { cupti_sys::culib() };
-    for name in CUPTI_SYMBOLS {
-        // SAFETY: only the address is read.
-        if unsafe { cupti.get::<*const ()>(name.as_bytes()) }.is_err() {
-            return Err(StartError::MissingSymbol(name));
-        }
-    }
-    // SAFETY: as above, for the driver (loaded already: it is the one injecting us).
+/// The driver functions [`device_uuid`] calls (cudarc panics on a missing one).
+fn check_driver_symbols() -> Result<(), StartError> {
+    // SAFETY: the driver is loaded already (it is the one injecting us); looking a
+    // symbol up does not call it.
     if unsafe { driver_sys::is_culib_present() } {
         let driver = unsafe { driver_sys::culib() };
         for name in DRIVER_SYMBOLS {
@@ -190,19 +166,17 @@ fn check_symbols() -> Result<(), StartError> {
 /// Tells CUPTI that buffers come zeroed, so it does not zero each one on the
 /// application thread that asks for it; `false` (CUPTI zeroes them, as by default)
 /// when this CUPTI lacks the call or refuses it.
-fn promise_zeroed_buffers() -> bool {
-    // SAFETY: check_symbols loaded the library; only the address is read.
-    let present = unsafe { cupti_sys::culib().get::<*const ()>(SET_ATTRIBUTE.as_bytes()) }.is_ok();
-    if !present {
+fn promise_zeroed_buffers(cupti: &library::Cupti) -> bool {
+    let Some(set_attribute) = cupti.set_attribute else {
         return false;
-    }
+    };
     let mut value: u8 = 1;
     let mut size = std::mem::size_of::<u8>();
-    // SAFETY: the symbol exists; size and value point at live locals of the size the
-    // attribute takes (a uint8_t).
+    // SAFETY: size and value point at live locals of the size the attribute takes (a
+    // uint8_t).
     let result = unsafe {
-        cupti_sys::cuptiActivitySetAttribute(
-            cupti_sys::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
+        set_attribute(
+            cudarc::cupti::sys::CUpti_ActivityAttribute::CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER,
             &mut size,
             (&mut value as *mut u8).cast(),
         )
@@ -210,10 +184,14 @@ fn promise_zeroed_buffers() -> bool {
     result == CUptiResult::CUPTI_SUCCESS
 }
 
-fn classify(call: &'static str, e: CuptiError) -> StartError {
-    match e.0 {
-        CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => StartError::OtherSubscriber,
-        code => StartError::Cupti { call, code },
+/// `Ok` for success; otherwise why `call` failed.
+fn check(call: &'static str, result: CUptiResult) -> Result<(), StartError> {
+    match result {
+        CUptiResult::CUPTI_SUCCESS => Ok(()),
+        CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
+            Err(StartError::OtherSubscriber)
+        }
+        code => Err(StartError::Cupti { call, code }),
     }
 }
 
@@ -247,7 +225,7 @@ unsafe extern "C" fn buffer_completed(
     _size: usize,
     valid_size: usize,
 ) {
-    let Some(shared) = SHARED.get() else {
+    let (Some(shared), Some(cupti)) = (SHARED.get(), library::get()) else {
         return;
     };
     // A panic must not unwind into CUPTI (it would abort the application).
@@ -257,12 +235,12 @@ unsafe extern "C" fn buffer_completed(
         }
         let mut dropped = 0usize;
         // SAFETY: CUPTI passes its own context and stream; `dropped` is a valid out-pointer.
-        let _ = unsafe { activity::get_num_dropped_records(context, stream_id, &mut dropped) };
+        let _ = unsafe { (cupti.dropped_records)(context, stream_id, &mut dropped) };
         let mut memory = Aggregator::new(0);
         let mut batch = Batch::default();
         if !buffer.is_null() && valid_size > 0 {
             // SAFETY: the buffer holds `valid_size` bytes of records CUPTI wrote.
-            unsafe { read_buffer(buffer, valid_size, &mut batch, &mut memory) };
+            unsafe { read_buffer(cupti, buffer, valid_size, &mut batch, &mut memory) };
         }
         let mut windows = lock(&shared.windows);
         let window = windows.current();
@@ -287,6 +265,7 @@ unsafe extern "C" fn buffer_completed(
 /// Sums kernel records into `batch` and memory records into `memory` (memcpy and
 /// memset are rare next to launches and go straight to an aggregator).
 unsafe fn read_buffer(
+    cupti: &library::Cupti,
     buffer: *mut u8,
     valid_size: usize,
     batch: &mut Batch,
@@ -294,7 +273,9 @@ unsafe fn read_buffer(
 ) {
     let mut record: *mut CUpti_Activity = std::ptr::null_mut();
     // SAFETY: CUPTI walks its own buffer; it returns an error at the end.
-    while unsafe { activity::get_next_record(buffer, valid_size, &mut record) }.is_ok() {
+    while unsafe { (cupti.next_record)(buffer, valid_size, &mut record) }
+        == CUptiResult::CUPTI_SUCCESS
+    {
         let at = record.cast::<u8>();
         // SAFETY: CUPTI returned a pointer to a whole record inside the buffer.
         match unsafe { records::kind(at) } {
@@ -333,7 +314,9 @@ impl Source for CuptiSource {
         } else {
             0
         };
-        let _ = detach::with_attached(|| activity::flush_all(flag));
+        if let Some(cupti) = library::get() {
+            let _ = detach::with_attached(|| cupti.flush(flag));
+        }
     }
 
     fn take(&self) -> Sample {

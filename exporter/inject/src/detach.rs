@@ -20,22 +20,15 @@
 //! ([`check_alone`]) that no other client subscribed. Once one has, the library steps
 //! aside for good ([`Attachment::Aside`]) and makes no CUPTI call again.
 
+use crate::cupti::library;
 use cudarc::cupti::sys::{
-    self as cupti_sys, CUptiResult, CUpti_ApiCallbackSite, CUpti_CallbackData,
-    CUpti_CallbackDomain, CUpti_CallbackId, CUpti_SubscriberHandle,
+    CUptiResult, CUpti_ApiCallbackSite, CUpti_CallbackData, CUpti_CallbackDomain, CUpti_CallbackId,
+    CUpti_SubscriberHandle,
 };
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-/// The symbols detaching needs besides those the activity API does.
-pub const SYMBOLS: [&str; 4] = [
-    "cuptiSubscribe",
-    "cuptiUnsubscribe",
-    "cuptiEnableDomain",
-    "cuptiFinalize",
-];
 
 /// Where CUPTI stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,15 +142,17 @@ pub fn check_alone(alone: impl FnOnce() -> bool) -> Result<(), OtherClient> {
 /// `CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED` while another client holds its
 /// subscription; any other failure is not taken for a client.
 pub fn no_other_subscriber() -> bool {
+    let Some(cupti) = library::get() else {
+        return true;
+    };
     let mut handle: CUpti_SubscriberHandle = std::ptr::null_mut();
     // SAFETY: `handle` is a valid out-pointer; no domain is enabled, so the callback
     // is never called.
-    let subscribed =
-        unsafe { cupti_sys::cuptiSubscribe(&mut handle, Some(on_api), std::ptr::null_mut()) };
+    let subscribed = unsafe { (cupti.subscribe)(&mut handle, Some(on_api), std::ptr::null_mut()) };
     match subscribed {
         CUptiResult::CUPTI_SUCCESS => {
             // SAFETY: the handle was just returned by cuptiSubscribe.
-            let _ = unsafe { cupti_sys::cuptiUnsubscribe(handle) };
+            let _ = unsafe { (cupti.unsubscribe)(handle) };
             true
         }
         CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => false,
@@ -169,29 +164,30 @@ pub fn no_other_subscriber() -> bool {
 fn cancel_finalization(guard: &mut Attachment) {
     if let Attachment::Finalizing(subscriber) = *guard {
         WANTED.store(false, Ordering::Release);
-        // SAFETY: a handle from cuptiSubscribe that CUPTI has not finalized (the
-        // callback finalizes only under the lock, which the caller holds).
-        let _ = unsafe { cupti_sys::cuptiUnsubscribe(subscriber.0) };
+        if let Some(cupti) = library::get() {
+            // SAFETY: a handle from cuptiSubscribe that CUPTI has not finalized (the
+            // callback finalizes only under the lock, which the caller holds).
+            let _ = unsafe { (cupti.unsubscribe)(subscriber.0) };
+        }
         *guard = Attachment::Attached;
     }
 }
 
 fn subscribe() -> Result<Subscriber, CUptiResult> {
+    let cupti = library::get().ok_or(CUptiResult::CUPTI_ERROR_NOT_INITIALIZED)?;
     let mut handle: CUpti_SubscriberHandle = std::ptr::null_mut();
     // SAFETY: `handle` is a valid out-pointer; the callback is a plain extern "C" fn
     // that ignores its user data.
-    let subscribed =
-        unsafe { cupti_sys::cuptiSubscribe(&mut handle, Some(on_api), std::ptr::null_mut()) };
+    let subscribed = unsafe { (cupti.subscribe)(&mut handle, Some(on_api), std::ptr::null_mut()) };
     if subscribed != CUptiResult::CUPTI_SUCCESS {
         return Err(subscribed);
     }
+    let driver_api = CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API;
     // SAFETY: the handle was just returned by cuptiSubscribe.
-    let enabled = unsafe {
-        cupti_sys::cuptiEnableDomain(1, handle, CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API)
-    };
+    let enabled = unsafe { (cupti.enable_domain)(1, handle, driver_api) };
     if enabled != CUptiResult::CUPTI_SUCCESS {
         // SAFETY: as above.
-        let _ = unsafe { cupti_sys::cuptiUnsubscribe(handle) };
+        let _ = unsafe { (cupti.unsubscribe)(handle) };
         return Err(enabled);
     }
     Ok(Subscriber(handle))
@@ -220,11 +216,11 @@ unsafe extern "C" fn on_api(
         let Ok(mut guard) = STATE.try_lock() else {
             return;
         };
-        if matches!(*guard, Attachment::Finalizing(_)) {
+        if let (Attachment::Finalizing(_), Some(cupti)) = (*guard, library::get()) {
             WANTED.store(false, Ordering::Release);
             // SAFETY: called at an API exit site, as CUPTI requires; records are off
             // and flushed, and no thread of ours calls CUPTI while we hold the lock.
-            let _ = unsafe { cupti_sys::cuptiFinalize() };
+            let _ = unsafe { (cupti.finalize)() };
             *guard = Attachment::Detached;
             CHANGED.notify_all();
         }

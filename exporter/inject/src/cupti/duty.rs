@@ -4,13 +4,13 @@
 //! client (a profiler started later in the process) subscribed; once one has, the
 //! library steps aside for good and leaves CUPTI to it.
 
+use super::library::{self, Cupti};
 use super::{buffer_completed, buffer_requested, lock, promise_zeroed_buffers, SHARED};
 use crate::detach;
 use crate::tracing_state::{run_duty_cycle, EachKind, Switch, TRACING};
 use crate::windows::Window;
 use crate::wire::{share_ppm, DutyCycle, FULL_DUTY_PPM};
-use cudarc::cupti::result::activity;
-use cudarc::cupti::sys::{self as cupti_sys, CUptiResult, CUpti_ActivityFlag, CUpti_ActivityKind};
+use cudarc::cupti::sys::{CUptiResult, CUpti_ActivityFlag, CUpti_ActivityKind};
 use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -46,6 +46,7 @@ const DRAIN: Duration = Duration::from_millis(250);
 /// makes the period longer) and, at the start of each period, publishes the share of
 /// the whole periods so far, so scaling stays unbiased.
 struct CuptiSwitch {
+    cupti: &'static Cupti,
     kinds: Vec<CUpti_ActivityKind>,
     window_log: Option<std::fs::File>,
     detach: bool,
@@ -102,11 +103,19 @@ impl CuptiSwitch {
         eprintln!("poolprof-inject: {why}, stepping aside; the counts sent so far stay");
     }
 
-    fn each_kind(&self) -> EachKind<'_, CUpti_ActivityKind, KindCall, KindCall> {
+    fn each_kind(
+        &self,
+    ) -> EachKind<
+        '_,
+        CUpti_ActivityKind,
+        impl FnMut(CUpti_ActivityKind) -> bool,
+        impl FnMut(CUpti_ActivityKind) -> bool,
+    > {
+        let cupti = self.cupti;
         EachKind {
             kinds: &self.kinds,
-            enable: |kind| activity::enable(kind).is_ok(),
-            disable: |kind| activity::disable(kind).is_ok(),
+            enable: move |kind| cupti.enable_kind(kind) == CUptiResult::CUPTI_SUCCESS,
+            disable: move |kind| cupti.disable_kind(kind) == CUptiResult::CUPTI_SUCCESS,
         }
     }
 }
@@ -126,7 +135,7 @@ impl Switch for CuptiSwitch {
         // the records that arrive in them.
         std::thread::sleep(DRAIN);
         let forced = CUpti_ActivityFlag::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED as u32;
-        let _ = detach::with_attached(|| activity::flush_all(forced));
+        let _ = detach::with_attached(|| self.cupti.flush(forced));
         self.window_ended();
         // CUPTI must never be finalized under another client; one that subscribed
         // during the drain makes subscribing fail.
@@ -175,16 +184,16 @@ fn log_window(log: &mut std::fs::File, at: Duration, window: &Window) {
     }
 }
 
-/// Enables or disables one activity kind; whether CUPTI accepted.
-type KindCall = fn(CUpti_ActivityKind) -> bool;
-
 /// Registers the buffer callbacks with a freshly attached CUPTI, and promises zeroed
 /// buffers again when the first start did (never otherwise: the pool would not zero).
 fn reattach() -> bool {
-    let registered =
-        activity::register_callbacks(Some(buffer_requested), Some(buffer_completed)).is_ok();
+    let Some(cupti) = library::get() else {
+        return false;
+    };
+    let registered = cupti.register(Some(buffer_requested), Some(buffer_completed))
+        == CUptiResult::CUPTI_SUCCESS;
     if registered && SHARED.get().is_some_and(|s| s.zeroed_buffers) {
-        let _ = promise_zeroed_buffers();
+        let _ = promise_zeroed_buffers(cupti);
     }
     registered
 }
@@ -207,6 +216,8 @@ pub fn spawn_duty_cycle(
     else {
         return None;
     };
+    // Loaded by `start`, which ran before.
+    let cupti = library::get()?;
     let started = Instant::now();
     let window_log = window_log.and_then(|path| {
         let file = std::fs::OpenOptions::new()
@@ -222,9 +233,10 @@ pub fn spawn_duty_cycle(
         .ok()
     });
     let mut switch = CuptiSwitch {
+        cupti,
         kinds: kinds.to_vec(),
         window_log,
-        detach: detach && has_symbols(&detach::SYMBOLS),
+        detach,
         started,
         on_since: Some(started),
         traced: Duration::ZERO,
@@ -256,14 +268,6 @@ fn every_record_traced_from_now() {
         shared.duty_ppm.store(FULL_DUTY_PPM, Ordering::Relaxed);
         shared.sampling.store(false, Ordering::Release);
     }
-}
-
-/// Whether the loaded CUPTI has every symbol in `names`.
-fn has_symbols(names: &[&str]) -> bool {
-    names.iter().all(|name| {
-        // SAFETY: start() checked the library is loaded; only the address is read.
-        unsafe { cupti_sys::culib().get::<*const ()>(name.as_bytes()) }.is_ok()
-    })
 }
 
 #[cfg(test)]
