@@ -153,7 +153,7 @@ class Worker:
     def __init__(self, variant, args, set_index):
         env = dict(os.environ)
         for key in ("CUDA_INJECTION64_PATH", "POOLPROF_INJECT_DUTY", "POOLPROF_INJECT_MEMCPY",
-                    "POOLPROF_INJECT_DETACH"):
+                    "POOLPROF_INJECT_DETACH", "POOLPROF_INJECT_WINDOW_LOG"):
             env.pop(key, None)
         if variant in LIB_ENV:
             env["CUDA_INJECTION64_PATH"] = args.lib

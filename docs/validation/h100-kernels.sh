@@ -25,8 +25,9 @@
 #
 # Environment: OUT (results, default a new temporary folder), VALIDATE (1), MEMCPY_CHECK
 # (1), AB_DUTY (500/1000), AB_SECONDS (timed seconds per program in the A/B; default 0 =
-# skipped), SETS (2), ROUNDS (rounds per program and set, default 30), TURN_SECONDS
-# (0.25), VARIANTS (bench/inject/overhead.py's; default base,lib,lib_never,lib_always,prof), BUDGET_S (the
+# skipped), SETS (2), ROUNDS (rounds per program and set, 1..1000, default 30), TURN_SECONDS
+# (0.25), VARIANTS (bench/inject/overhead.py's; default base,lib,lib_never,lib_always,prof), PROGRAMS (of
+# the turn-taking benchmark; default train,infer,tiny), BUDGET_S (the
 # turn-taking benchmark starts no set that would end after this many seconds of the
 # run; default 540; 60 or less skips it), SAMPLED_STEPS (programs and steps of the
 # sampling accuracy check, each in its own process traced at every launch with
@@ -54,6 +55,7 @@ SETS=${SETS:-2}
 ROUNDS=${ROUNDS:-30}
 TURN_SECONDS=${TURN_SECONDS:-0.25}
 VARIANTS=${VARIANTS:-base,lib,lib_never,lib_always,prof}
+PROGRAMS=${PROGRAMS:-train,infer,tiny}
 BUDGET_S=${BUDGET_S:-540}
 AB_DUTY=${AB_DUTY:-500/1000}
 AB_SECONDS=${AB_SECONDS:-0}
@@ -74,7 +76,8 @@ fetch() { python3 -c 'import sys,urllib.request;sys.stdout.write(urllib.request.
 log() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - START))s] $*" | tee -a "$LOG" >&2; }
 die() { log "FAILED: $*"; exit 1; }
 [[ "$SETS" =~ ^[0-9]+$ ]] && (( SETS >= 1 && SETS <= 10 )) || die "SETS=$SETS is not a number from 1 to 10"
-[[ "$ROUNDS" =~ ^[0-9]+$ ]] && (( ROUNDS >= 1 && ROUNDS <= 100 )) || die "ROUNDS=$ROUNDS is not a number from 1 to 100"
+[[ "$ROUNDS" =~ ^[0-9]+$ ]] && (( ROUNDS >= 1 && ROUNDS <= 1000 )) || die "ROUNDS=$ROUNDS is not a number from 1 to 1000"
+[[ "$PROGRAMS" =~ ^(train|infer|tiny)(,(train|infer|tiny))*$ ]] || die "PROGRAMS=$PROGRAMS is not a list of train, infer and tiny"
 [[ "$BUDGET_S" =~ ^[0-9]+$ ]] || die "BUDGET_S=$BUDGET_S is not a number of seconds"
 [[ "$VALIDATE$MEMCPY_CHECK" =~ ^[01][01]$ ]] || die "VALIDATE and MEMCPY_CHECK are 0 or 1"
 steps_re='^((train|infer|tiny)=[0-9]{1,5})(,(train|infer|tiny)=[0-9]{1,5})*$'
@@ -234,7 +237,7 @@ if (( left > 60 )); then
   log "turns: $SETS set(s) of $VARIANTS; $ROUNDS rounds of ${TURN_SECONDS}s turns per program; ${left}s left"
   timeout $(( left + 60 )) env PYTHONUNBUFFERED=1 POOLPROF_INJECT_SOCKET="$SOCK" python3 "$OVERHEAD" run \
     --lib "$LIB" --socket "$SOCK" --out "$OUT/overhead.json" --sets "$SETS" --rounds "$ROUNDS" \
-    --turn-seconds "$TURN_SECONDS" --variants "$VARIANTS" \
+    --turn-seconds "$TURN_SECONDS" --variants "$VARIANTS" --programs "$PROGRAMS" \
     --cpus "$CPUS_ARG" --budget "$left" >> "$LOG" 2>&1 || log "turns exited $? (kernels.log)"
 else
   log "no time left for the turn-taking benchmark (${left}s)"
