@@ -15,6 +15,8 @@ Variants (each its own process, its main thread pinned to the same CPU, other th
 to a second core; the exporter runs elsewhere):
   base        no library, no profiler;
   lib         the library with its defaults (CUDA_INJECTION64_PATH only);
+  lib_cupti   the defaults, with the libcupti --cupti names (POOLPROF_INJECT_CUPTI) rather
+              than the copy PyTorch loaded;
   lib_attached the defaults, but CUPTI stays attached while off (POOLPROF_INJECT_DETACH=off);
   lib_kernels the defaults without memcpy and memset records (POOLPROF_INJECT_MEMCPY=off);
   lib_never   loaded, CUPTI started, no record kind ever enabled (POOLPROF_INJECT_DUTY=0/1000);
@@ -50,11 +52,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # The programs and the CPU placement are shared with the H100 validation scripts.
 sys.path.insert(0, os.path.join(HERE, "..", "..", "docs", "validation"))
 
-VARIANTS = ["base", "lib", "lib_attached", "lib_kernels", "lib_never", "lib_always", "prof"]
+VARIANTS = ["base", "lib", "lib_cupti", "lib_attached", "lib_kernels", "lib_never", "lib_always", "prof"]
 LIB_ENV = {"lib": {}, "lib_attached": {"POOLPROF_INJECT_DETACH": "off"}, "lib_kernels": {"POOLPROF_INJECT_MEMCPY": "off"},
            "lib_never": {"POOLPROF_INJECT_DUTY": "0/1000"}, "lib_always": {"POOLPROF_INJECT_DUTY": "always"}}
 TARGETS = {"train": 1.0, "infer": 3.0, "tiny": 3.0}  # issue 4: overhead in %, library defaults
-FAKE_COST = {"base": 1.0, "lib": 1.003, "lib_attached": 1.1, "lib_kernels": 1.002, "lib_never": 1.0, "lib_always": 1.05, "prof": 1.3}
+FAKE_COST = {"base": 1.0, "lib": 1.003, "lib_cupti": 1.003, "lib_attached": 1.1, "lib_kernels": 1.002, "lib_never": 1.0, "lib_always": 1.05, "prof": 1.3}
 
 
 # --- worker ---------------------------------------------------------------------------
@@ -153,13 +155,16 @@ class Worker:
     def __init__(self, variant, args, set_index):
         env = dict(os.environ)
         for key in ("CUDA_INJECTION64_PATH", "POOLPROF_INJECT_DUTY", "POOLPROF_INJECT_MEMCPY",
-                    "POOLPROF_INJECT_DETACH", "POOLPROF_INJECT_WINDOW_LOG"):
+                    "POOLPROF_INJECT_DETACH", "POOLPROF_INJECT_WINDOW_LOG", "POOLPROF_INJECT_CUPTI"):
             env.pop(key, None)
         if variant in LIB_ENV:
             env["CUDA_INJECTION64_PATH"] = args.lib
             env["POOLPROF_INJECT_SOCKET"] = args.socket
             env["POOLPROF_WORKLOAD"] = f"overhead-{variant}"
             env.update(LIB_ENV[variant])
+        if variant == "lib_cupti":
+            env.update(CUDA_INJECTION64_PATH=args.lib, POOLPROF_INJECT_SOCKET=args.socket,
+                       POOLPROF_WORKLOAD="overhead-lib_cupti", POOLPROF_INJECT_CUPTI=args.cupti)
         cmd = [sys.executable, os.path.abspath(__file__), "worker", "--variant", variant, "--cpus", args.cpus]
         if args.fake:
             cmd.append("--fake")
@@ -221,6 +226,8 @@ def cmd_run(args):
     variants = [v for v in args.variants.split(",") if v]
     if "base" not in variants or any(v not in VARIANTS for v in variants):
         sys.exit(f"--variants must include base and be among {VARIANTS}")
+    if "lib_cupti" in variants and not os.path.isabs(args.cupti):
+        sys.exit("--variants lib_cupti needs --cupti, an absolute path to a libcupti")
     programs = [p for p in args.programs.split(",") if p]
     if any(p not in TARGETS for p in programs):
         sys.exit(f"--programs must be among {list(TARGETS)}")
@@ -391,6 +398,7 @@ def main():
     r = sub.add_parser("run")
     r.add_argument("--lib", default="")
     r.add_argument("--socket", default="")
+    r.add_argument("--cupti", default="", help="the libcupti of the lib_cupti variant (absolute path)")
     r.add_argument("--out", required=True)
     r.add_argument("--sets", type=int, default=2)
     r.add_argument("--rounds", type=int, default=8)

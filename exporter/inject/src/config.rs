@@ -11,6 +11,7 @@
 //! | `POOLPROF_INJECT_BUFFER_KB` | `2048` | size of one CUPTI activity buffer (64–65536) |
 //! | `POOLPROF_INJECT_BUFFERS` | `8` | activity buffers in the pool (2–64); when all are busy CUPTI drops records |
 //! | `POOLPROF_INJECT_MAX_KERNELS` | `2048` | distinct kernels kept per interval (16–65536); the rest are folded |
+//! | `POOLPROF_INJECT_CUPTI` | unset | the libcupti to load (absolute path); unset: the copy the application already loaded, else the first found by name |
 //! | `POOLPROF_INJECT_WINDOW_LOG` | unset | a file to append, at the end of each duty-cycle window, the grid ids and records seen per context (diagnosing the sampling) |
 //! | `POOLPROF_WORKLOAD` | unset | the `workload` label, sent to the exporter |
 
@@ -63,6 +64,8 @@ pub struct Config {
     pub workload: Option<String>,
     /// `POOLPROF_INJECT_WINDOW_LOG`: where to log each window's launches, if anywhere.
     pub window_log: Option<PathBuf>,
+    /// `POOLPROF_INJECT_CUPTI`: the libcupti to load instead of the one found.
+    pub cupti: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -79,6 +82,7 @@ impl Default for Config {
             max_kernels: 2048,
             workload: None,
             window_log: None,
+            cupti: None,
         }
     }
 }
@@ -143,6 +147,10 @@ impl Config {
                 Some((var, v)) => parse_range(var, &v, 16, 65_536)? as usize,
             },
             window_log: match get("POOLPROF_INJECT_WINDOW_LOG") {
+                None => None,
+                Some((var, v)) => Some(parse_path(var, &v)?),
+            },
+            cupti: match get("POOLPROF_INJECT_CUPTI") {
                 None => None,
                 Some((var, v)) => Some(parse_path(var, &v)?),
             },
@@ -248,6 +256,7 @@ mod tests {
             ("POOLPROF_INJECT_BUFFERS", "4"),
             ("POOLPROF_INJECT_MAX_KERNELS", "64"),
             ("POOLPROF_INJECT_WINDOW_LOG", "/tmp/windows.log"),
+            ("POOLPROF_INJECT_CUPTI", "/opt/cuda/lib64/libcupti.so.13"),
             ("POOLPROF_WORKLOAD", " team/job "),
         ])
         .unwrap();
@@ -267,6 +276,8 @@ mod tests {
         assert_eq!(c.max_kernels, 64);
         assert_eq!(c.workload.as_deref(), Some("team/job"));
         assert_eq!(c.window_log, Some(PathBuf::from("/tmp/windows.log")));
+        let cupti = PathBuf::from("/opt/cuda/lib64/libcupti.so.13");
+        assert_eq!(c.cupti, Some(cupti));
     }
 
     #[test]
@@ -296,6 +307,7 @@ mod tests {
             ("POOLPROF_INJECT_DETACH", "later"),
             ("POOLPROF_INJECT_MAX_KERNELS", "-1"),
             ("POOLPROF_INJECT_WINDOW_LOG", "windows.log"),
+            ("POOLPROF_INJECT_CUPTI", "libcupti.so"),
         ] {
             let err = config(&[(var, value)]).unwrap_err();
             assert_eq!(err.var, var);

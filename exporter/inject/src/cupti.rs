@@ -40,6 +40,9 @@ pub enum StartError {
     /// libcupti could not be loaded.
     #[error("CUPTI (libcupti.so) not found; add its directory (e.g. /usr/local/cuda/extras/CUPTI/lib64) to LD_LIBRARY_PATH")]
     NoCupti,
+    /// The libcupti `POOLPROF_INJECT_CUPTI` names could not be loaded.
+    #[error("cannot load POOLPROF_INJECT_CUPTI={0}; name an existing libcupti.so or unset it")]
+    ChosenCupti(String),
     /// The loaded CUPTI lacks a function this library calls.
     #[error("CUPTI lacks {0}; it is older than this library supports (CUDA 12 or newer)")]
     MissingSymbol(&'static str),
@@ -111,7 +114,7 @@ fn kinds(config: &Config) -> Vec<CUpti_ActivityKind> {
 /// [`CuptiSource::kinds`], for the duty cycle). On error every kind it enabled is
 /// disabled again.
 pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
-    let cupti = library::load()?;
+    let cupti = library::load(config.cupti.as_deref())?;
     check_driver_symbols()?;
     detach::check_alone(detach::no_other_subscriber).map_err(|_| StartError::OtherSubscriber)?;
     let zeroed_buffers = promise_zeroed_buffers(cupti);

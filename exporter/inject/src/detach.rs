@@ -26,7 +26,7 @@ use cudarc::cupti::sys::{
     CUpti_SubscriberHandle,
 };
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -59,6 +59,14 @@ static STATE: Mutex<Attachment> = Mutex::new(Attachment::Attached);
 static CHANGED: Condvar = Condvar::new();
 /// Set while a finalization is wanted, so the callback can skip the lock otherwise.
 static WANTED: AtomicBool = AtomicBool::new(false);
+/// What the last `cuptiFinalize` returned (`u32::MAX` before the first), for the
+/// window log.
+static FINALIZED: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// The result code of the last `cuptiFinalize`, `u32::MAX` if none ran yet.
+pub fn last_finalize_result() -> u32 {
+    FINALIZED.load(Ordering::Relaxed)
+}
 
 fn state() -> MutexGuard<'static, Attachment> {
     STATE.lock().unwrap_or_else(|p| p.into_inner())
@@ -220,7 +228,8 @@ unsafe extern "C" fn on_api(
             WANTED.store(false, Ordering::Release);
             // SAFETY: called at an API exit site, as CUPTI requires; records are off
             // and flushed, and no thread of ours calls CUPTI while we hold the lock.
-            let _ = unsafe { (cupti.finalize)() };
+            let result = unsafe { (cupti.finalize)() };
+            FINALIZED.store(result as u32, Ordering::Relaxed);
             *guard = Attachment::Detached;
             CHANGED.notify_all();
         }

@@ -139,7 +139,17 @@ impl Switch for CuptiSwitch {
         self.window_ended();
         // CUPTI must never be finalized under another client; one that subscribed
         // during the drain makes subscribing fail.
-        match self.detach.then(|| detach::detach(DETACH_WAIT)) {
+        let detached = self.detach.then(|| detach::detach(DETACH_WAIT));
+        if let Some(log) = &mut self.window_log {
+            use std::io::Write;
+            let finalize = detach::last_finalize_result();
+            let pid = std::process::id();
+            let _ = writeln!(
+                log,
+                "pid={pid} detached={detached:?} last_finalize={finalize}"
+            );
+        }
+        match detached {
             Some(Err(CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)) => {
                 self.step_aside(detach::OtherClient)
             }
@@ -232,6 +242,11 @@ pub fn spawn_duty_cycle(
         })
         .ok()
     });
+    let mut window_log = window_log;
+    if let Some(log) = &mut window_log {
+        use std::io::Write;
+        let _ = writeln!(log, "pid={} libcupti={}", std::process::id(), cupti.path);
+    }
     let mut switch = CuptiSwitch {
         cupti,
         kinds: kinds.to_vec(),

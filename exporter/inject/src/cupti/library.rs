@@ -98,13 +98,16 @@ pub fn get() -> Option<&'static Cupti> {
     CUPTI.get()
 }
 
-/// Loads CUPTI (the process's own copy when it has one) and resolves every function;
-/// the same answer on every call.
-pub fn load() -> Result<&'static Cupti, StartError> {
+/// Loads CUPTI (`chosen`, else the process's own copy when it has one, else the
+/// first found by name) and resolves every function; the same answer on every call.
+pub fn load(chosen: Option<&std::path::Path>) -> Result<&'static Cupti, StartError> {
     if let Some(cupti) = CUPTI.get() {
         return Ok(cupti);
     }
-    let (library, path) = open()?;
+    let (library, path) = match chosen {
+        Some(path) => open_chosen(path)?,
+        None => open()?,
+    };
     let cupti = resolve(library, path)?;
     Ok(CUPTI.get_or_init(|| cupti))
 }
@@ -118,6 +121,14 @@ fn open() -> Result<(libloading::Library, String), StartError> {
         }
     }
     Err(StartError::NoCupti)
+}
+
+fn open_chosen(path: &std::path::Path) -> Result<(libloading::Library, String), StartError> {
+    // SAFETY: as in `open`.
+    match unsafe { libloading::Library::new(path) } {
+        Ok(library) => Ok((library, path.display().to_string())),
+        Err(e) => Err(StartError::ChosenCupti(format!("{}: {e}", path.display()))),
+    }
 }
 
 fn resolve(library: libloading::Library, path: String) -> Result<Cupti, StartError> {
