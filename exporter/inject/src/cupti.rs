@@ -32,7 +32,7 @@ const MEMORY_KINDS: [CUpti_ActivityKind; 2] = [
     CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMCPY,
     CUpti_ActivityKind::CUPTI_ACTIVITY_KIND_MEMSET,
 ];
-const DRIVER_SYMBOLS: [&str; 2] = ["cuDeviceGet", "cuDeviceGetUuid_v2"];
+const DRIVER_SYMBOLS: [&str; 3] = ["cuDeviceGet", "cuDeviceGetUuid_v2", "cuCtxGetCurrent"];
 
 /// Why the library steps aside.
 #[derive(Debug, thiserror::Error)]
@@ -150,7 +150,8 @@ pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
     Ok(CuptiSource { kinds })
 }
 
-/// The driver functions [`device_uuid`] calls (cudarc panics on a missing one).
+/// The driver functions [`device_uuid`] and [`driver_call`] call (cudarc panics on a
+/// missing one).
 fn check_driver_symbols() -> Result<(), StartError> {
     // SAFETY: the driver is loaded already (it is the one injecting us); looking a
     // symbol up does not call it.
@@ -360,6 +361,18 @@ fn device_uuid(ordinal: u32) -> Option<[u8; 16]> {
         .result()
         .ok()?;
     Some(uuid.bytes.map(|b| b as u8))
+}
+
+/// The cheapest driver API call there is (`cuCtxGetCurrent` of this thread), made so
+/// that its exit callback can finalize CUPTI (`crate::detach`).
+fn driver_call() {
+    // SAFETY: check_driver_symbols verified the driver library and the symbol.
+    if !unsafe { driver_sys::is_culib_present() } {
+        return;
+    }
+    let mut context: CUcontext = std::ptr::null_mut();
+    // SAFETY: a valid out-pointer; the call only reads this thread's current context.
+    let _ = unsafe { driver_sys::cuCtxGetCurrent(&mut context) };
 }
 
 /// Stops collection at exit: no buffer is handed out and no record taken after this.

@@ -5,8 +5,10 @@
 //! records on 5% of the time than with them never enabled, nearly as slow as with
 //! every launch traced (`docs/validation/kernels-h100.md`). Only `cuptiFinalize`
 //! removes CUPTI from the launch path, and CUPTI asks that it be called at the exit of
-//! a CUDA API call on an application thread, so the library subscribes to driver API
-//! callbacks just long enough for the next call to finalize CUPTI there.
+//! a CUDA API call, so the library subscribes to driver API callbacks just long enough
+//! for the next call to finalize CUPTI there, and makes that call itself (an
+//! application waiting on something else would otherwise leave it pending, and resume
+//! with CUPTI attached).
 //!
 //! Every CUPTI call the library's own threads make goes through [`with_attached`], so
 //! none races with the finalization or re-attaches CUPTI by accident while it is
@@ -26,7 +28,7 @@ use cudarc::cupti::sys::{
     CUpti_SubscriberHandle,
 };
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -63,9 +65,16 @@ static WANTED: AtomicBool = AtomicBool::new(false);
 /// window log.
 static FINALIZED: AtomicU32 = AtomicU32::new(u32::MAX);
 
-/// The result code of the last `cuptiFinalize`, `u32::MAX` if none ran yet.
-pub fn last_finalize_result() -> u32 {
-    FINALIZED.load(Ordering::Relaxed)
+/// The thread (kernel tid) that ran the last `cuptiFinalize`, for the window log.
+static FINALIZER: AtomicI32 = AtomicI32::new(0);
+
+/// The result code of the last `cuptiFinalize` (`u32::MAX` if none ran yet) and the
+/// thread that ran it.
+pub fn last_finalize() -> (u32, i32) {
+    (
+        FINALIZED.load(Ordering::Relaxed),
+        FINALIZER.load(Ordering::Relaxed),
+    )
 }
 
 fn state() -> MutexGuard<'static, Attachment> {
@@ -79,12 +88,13 @@ pub fn with_attached<R>(call: impl FnOnce() -> R) -> Option<R> {
     (*guard == Attachment::Attached).then(call)
 }
 
-/// Asks the next driver API call of the application to finalize CUPTI and waits up to
-/// `wait` for it. Returns whether CUPTI is detached. An idle application may make no
-/// call in time: the finalization is then cancelled (CUPTI stays attached, records
-/// off) rather than left pending, so the subscription it needs never keeps a profiler
-/// from subscribing for longer than `wait`. Records must be off and flushed before.
-pub fn detach(wait: Duration) -> Result<bool, CUptiResult> {
+/// Asks the next driver API call to finalize CUPTI, makes one itself (`driver_call`,
+/// on this thread, so an idle application is detached at once too), and waits up to
+/// `wait` for it. Returns whether CUPTI is detached. If no call finalized it in time,
+/// the finalization is cancelled (CUPTI stays attached, records off) rather than left
+/// pending, so the subscription it needs never keeps a profiler from subscribing for
+/// longer than `wait`. Records must be off and flushed before.
+pub fn detach(wait: Duration, driver_call: impl FnOnce()) -> Result<bool, CUptiResult> {
     {
         let mut guard = state();
         if *guard != Attachment::Attached {
@@ -94,6 +104,8 @@ pub fn detach(wait: Duration) -> Result<bool, CUptiResult> {
         *guard = Attachment::Finalizing(subscriber);
         WANTED.store(true, Ordering::Release);
     }
+    // Its exit callback finalizes CUPTI here unless an application thread was first.
+    driver_call();
     let deadline = Instant::now() + wait;
     let mut guard = state();
     while matches!(*guard, Attachment::Finalizing(_)) {
@@ -230,6 +242,8 @@ unsafe extern "C" fn on_api(
             // and flushed, and no thread of ours calls CUPTI while we hold the lock.
             let result = unsafe { (cupti.finalize)() };
             FINALIZED.store(result as u32, Ordering::Relaxed);
+            // SAFETY: gettid has no preconditions.
+            FINALIZER.store(unsafe { libc::gettid() }, Ordering::Relaxed);
             *guard = Attachment::Detached;
             CHANGED.notify_all();
         }
@@ -271,7 +285,8 @@ mod tests {
             "for good"
         );
         assert_eq!(check_alone(alone), Err(OtherClient));
-        assert_eq!(detach(Duration::ZERO), Ok(false));
+        let never_called = || panic!("aside: no driver call to finalize with");
+        assert_eq!(detach(Duration::ZERO, never_called), Ok(false));
 
         // One subscribed during a window: found at its end, before records go off.
         *state() = Attachment::Attached;

@@ -139,14 +139,22 @@ impl Switch for CuptiSwitch {
         self.window_ended();
         // CUPTI must never be finalized under another client; one that subscribed
         // during the drain makes subscribing fail.
-        let detached = self.detach.then(|| detach::detach(DETACH_WAIT));
+        let detached = self
+            .detach
+            .then(|| detach::detach(DETACH_WAIT, super::driver_call));
         if let Some(log) = &mut self.window_log {
             use std::io::Write;
-            let finalize = detach::last_finalize_result();
+            let (finalize, tid) = detach::last_finalize();
+            // SAFETY: gettid has no preconditions.
+            let by = if tid == unsafe { libc::gettid() } {
+                "library"
+            } else {
+                "application"
+            };
             let pid = std::process::id();
             let _ = writeln!(
                 log,
-                "pid={pid} detached={detached:?} last_finalize={finalize}"
+                "pid={pid} detached={detached:?} last_finalize={finalize} by={by}"
             );
         }
         match detached {
