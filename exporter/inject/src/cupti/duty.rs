@@ -143,19 +143,7 @@ impl Switch for CuptiSwitch {
             .detach
             .then(|| detach::detach(DETACH_WAIT, super::driver_call));
         if let Some(log) = &mut self.window_log {
-            use std::io::Write;
-            let (finalize, tid) = detach::last_finalize();
-            // SAFETY: gettid has no preconditions.
-            let by = if tid == unsafe { libc::gettid() } {
-                "library"
-            } else {
-                "application"
-            };
-            let pid = std::process::id();
-            let _ = writeln!(
-                log,
-                "pid={pid} detached={detached:?} last_finalize={finalize} by={by}"
-            );
+            log_detach(log, &detached);
         }
         match detached {
             Some(Err(CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)) => {
@@ -202,6 +190,44 @@ fn log_window(log: &mut std::fs::File, at: Duration, window: &Window) {
     }
 }
 
+/// Opens the window log for appending and records which libcupti this process uses;
+/// `None` (and one line on stderr) when it cannot be opened.
+fn open_window_log(path: &std::path::Path, cupti: &Cupti) -> Option<std::fs::File> {
+    use std::io::Write;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path);
+    let mut log = file
+        .map_err(|e| {
+            eprintln!(
+                "poolprof-inject: cannot open the window log {}: {e}; not logging windows",
+                path.display()
+            )
+        })
+        .ok()?;
+    let _ = writeln!(log, "pid={} libcupti={}", std::process::id(), cupti.path);
+    Some(log)
+}
+
+/// Appends how detaching went: `detach`'s answer, what the last `cuptiFinalize`
+/// returned and whether this thread (the library's driver call) or an application
+/// thread ran it.
+fn log_detach(log: &mut std::fs::File, detached: &Option<Result<bool, CUptiResult>>) {
+    use std::io::Write;
+    let (finalize, tid) = detach::last_finalize();
+    // SAFETY: gettid has no preconditions.
+    let by = match tid == unsafe { libc::gettid() } {
+        true => "library",
+        false => "application",
+    };
+    let pid = std::process::id();
+    let _ = writeln!(
+        log,
+        "pid={pid} detached={detached:?} last_finalize={finalize} by={by}"
+    );
+}
+
 /// Registers the buffer callbacks with a freshly attached CUPTI, and promises zeroed
 /// buffers again when the first start did (never otherwise: the pool would not zero).
 fn reattach() -> bool {
@@ -237,24 +263,7 @@ pub fn spawn_duty_cycle(
     // Loaded by `start`, which ran before.
     let cupti = library::get()?;
     let started = Instant::now();
-    let window_log = window_log.and_then(|path| {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path);
-        file.map_err(|e| {
-            eprintln!(
-                "poolprof-inject: cannot open the window log {}: {e}; not logging windows",
-                path.display()
-            )
-        })
-        .ok()
-    });
-    let mut window_log = window_log;
-    if let Some(log) = &mut window_log {
-        use std::io::Write;
-        let _ = writeln!(log, "pid={} libcupti={}", std::process::id(), cupti.path);
-    }
+    let window_log = window_log.and_then(|path| open_window_log(path, cupti));
     let mut switch = CuptiSwitch {
         cupti,
         kinds: kinds.to_vec(),
