@@ -215,6 +215,21 @@ mod tests {
     }
 
     #[test]
+    fn a_chosen_copy_that_does_not_load_is_named_in_the_error() {
+        let missing = std::path::Path::new("/nonexistent/libcupti.so.13");
+        let Err(err) = load(Some(missing)) else {
+            panic!("loaded a file that does not exist");
+        };
+        let msg = err.to_string();
+        assert!(matches!(err, StartError::ChosenCupti(_)), "{msg}");
+        assert!(
+            msg.contains("POOLPROF_INJECT_CUPTI=/nonexistent/libcupti.so.13"),
+            "{msg}"
+        );
+        assert!(get().is_none(), "a failed load leaves nothing behind");
+    }
+
+    #[test]
     fn the_copies_loaded_are_read_from_the_loader() {
         let mut paths: Vec<String> = Vec::new();
         // SAFETY: as in loaded_copies.
