@@ -47,8 +47,8 @@ pub enum StartError {
     #[error("CUPTI lacks {0}; it is older than this library supports (CUDA 12 or newer)")]
     MissingSymbol(&'static str),
     /// Another tool already collects activity records.
-    #[error("another CUPTI client is active (a profiler such as Nsight or torch.profiler)")]
-    OtherSubscriber,
+    #[error(transparent)]
+    OtherSubscriber(#[from] detach::OtherClient),
     /// A CUPTI call failed.
     #[error("{call} failed: {code:?}")]
     Cupti {
@@ -116,7 +116,7 @@ fn kinds(config: &Config) -> Vec<CUpti_ActivityKind> {
 pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
     let cupti = library::load(config.cupti.as_deref())?;
     check_driver_symbols()?;
-    detach::check_alone(detach::no_other_subscriber).map_err(|_| StartError::OtherSubscriber)?;
+    detach::check_alone(detach::no_other_subscriber)?;
     let zeroed_buffers = promise_zeroed_buffers(cupti);
     let pool =
         BufferPool::new(config.buffer_bytes, config.buffers).ok_or(StartError::NoMemory {
@@ -193,7 +193,7 @@ fn check(call: &'static str, result: CUptiResult) -> Result<(), StartError> {
     match result {
         CUptiResult::CUPTI_SUCCESS => Ok(()),
         CUptiResult::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
-            Err(StartError::OtherSubscriber)
+            Err(detach::OtherClient.into())
         }
         code => Err(StartError::Cupti { call, code }),
     }

@@ -156,7 +156,7 @@ impl Switch for CuptiSwitch {
 
     fn on(&mut self) -> bool {
         self.publish_ratio();
-        match detach::attach(detach::no_other_subscriber, reattach) {
+        match detach::attach(detach::no_other_subscriber, || reattach(self.cupti)) {
             Ok(true) => {}
             Ok(false) => return false,
             Err(other) => {
@@ -230,10 +230,7 @@ fn log_detach(log: &mut std::fs::File, detached: &Option<Result<bool, CUptiResul
 
 /// Registers the buffer callbacks with a freshly attached CUPTI, and promises zeroed
 /// buffers again when the first start did (never otherwise: the pool would not zero).
-fn reattach() -> bool {
-    let Some(cupti) = library::get() else {
-        return false;
-    };
+fn reattach(cupti: &Cupti) -> bool {
     let registered = cupti.register(Some(buffer_requested), Some(buffer_completed))
         == CUptiResult::CUPTI_SUCCESS;
     if registered && SHARED.get().is_some_and(|s| s.zeroed_buffers) {

@@ -163,10 +163,16 @@ fn resolve(library: libloading::Library, path: String) -> Result<Cupti, StartErr
 
 /// Paths of the libcupti copies already mapped into this process, in load order.
 pub fn loaded_copies() -> Vec<String> {
+    let paths = mapped_objects();
+    paths.into_iter().filter(|path| is_libcupti(path)).collect()
+}
+
+/// The names of every object the dynamic loader has mapped, in load order.
+fn mapped_objects() -> Vec<String> {
     let mut paths: Vec<String> = Vec::new();
     // SAFETY: the callback only reads the entries it is given, for the call's length.
     unsafe { libc::dl_iterate_phdr(Some(collect), (&mut paths as *mut Vec<String>).cast()) };
-    paths.into_iter().filter(|path| is_libcupti(path)).collect()
+    paths
 }
 
 unsafe extern "C" fn collect(
@@ -231,9 +237,7 @@ mod tests {
 
     #[test]
     fn the_copies_loaded_are_read_from_the_loader() {
-        let mut paths: Vec<String> = Vec::new();
-        // SAFETY: as in loaded_copies.
-        unsafe { libc::dl_iterate_phdr(Some(collect), (&mut paths as *mut Vec<String>).cast()) };
+        let paths = mapped_objects();
         assert!(
             paths.iter().any(|p| p.contains("libc.so")),
             "the loader lists what is mapped: {paths:?}"
