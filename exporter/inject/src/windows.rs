@@ -223,9 +223,7 @@ mod tests {
 
     #[test]
     fn taking_all_measures_the_pending_window_and_sends_the_current_whole() {
-        let mut w = Windows::new(64, TIME);
-        launch(&mut w, 1, 10);
-        w.window_ended(TIME);
+        let mut w = after_one_window();
         // The duty cycle stopped with records on: 40 launches, every one traced.
         launch(&mut w, 101, 40);
         let all = w.take_all(crate::wire::FULL_DUTY_PPM);
@@ -237,9 +235,7 @@ mod tests {
 
     #[test]
     fn cut_short_measures_the_waiting_window_and_drops_the_current_one() {
-        let mut w = Windows::new(64, TIME);
-        launch(&mut w, 1, 10);
-        w.window_ended(TIME);
+        let mut w = after_one_window();
         // Another client took the records over during this window: 3 of them came.
         launch(&mut w, 101, 3);
         w.cut_short();
@@ -254,9 +250,7 @@ mod tests {
 
     #[test]
     fn a_window_waits_through_a_pause_for_its_period_to_end() {
-        let mut w = Windows::new(64, TIME);
-        launch(&mut w, 1, 10);
-        w.window_ended(TIME);
+        let mut w = after_one_window();
         assert!(
             w.window_ended(TIME).is_empty(),
             "paused through the next window"
@@ -266,12 +260,18 @@ mod tests {
         assert_eq!(w.window_ended(TIME), [33_333]);
     }
 
-    /// Ten launches in one window, then windows without a launch until the next one
-    /// ends the wait.
-    fn idle_after_one_window() -> Windows {
+    /// Ten launches (ids 1 to 10) in a window that ended; nothing measured yet.
+    fn after_one_window() -> Windows {
         let mut w = Windows::new(64, TIME);
         launch(&mut w, 1, 10);
         w.window_ended(TIME);
+        w
+    }
+
+    /// Ten launches in one window, then windows without a launch until the next one
+    /// ends the wait.
+    fn idle_after_one_window() -> Windows {
+        let mut w = after_one_window();
         for _ in 1..MAX_WAIT_WINDOWS {
             assert!(w.window_ended(TIME).is_empty());
         }
@@ -283,9 +283,7 @@ mod tests {
         let mut w = idle_after_one_window();
         // 10 records: between 10 launches and 200 at 5% of the time; 105.
         assert_eq!(w.window_ended(TIME), [95_238]);
-        let mut w = Windows::new(64, TIME);
-        launch(&mut w, 1, 10);
-        w.window_ended(TIME);
+        let mut w = after_one_window();
         let at_exit = w.take_all(crate::wire::FULL_DUTY_PPM);
         assert_eq!(
             (at_exit.records.launches(), at_exit.share_ppm()),
