@@ -53,7 +53,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "docs", "validation"))
 
 VARIANTS = ["base", "lib", "lib_cupti", "lib_attached", "lib_kernels", "lib_never", "lib_always", "prof"]
-LIB_ENV = {"lib": {}, "lib_attached": {"POOLPROF_INJECT_DETACH": "off"}, "lib_kernels": {"POOLPROF_INJECT_MEMCPY": "off"},
+LIB_ENV = {"lib": {}, "lib_cupti": {}, "lib_attached": {"POOLPROF_INJECT_DETACH": "off"}, "lib_kernels": {"POOLPROF_INJECT_MEMCPY": "off"},
            "lib_never": {"POOLPROF_INJECT_DUTY": "0/1000"}, "lib_always": {"POOLPROF_INJECT_DUTY": "always"}}
 TARGETS = {"train": 1.0, "infer": 3.0, "tiny": 3.0}  # issue 4: overhead in %, library defaults
 FAKE_COST = {"base": 1.0, "lib": 1.003, "lib_cupti": 1.003, "lib_attached": 1.1, "lib_kernels": 1.002, "lib_never": 1.0, "lib_always": 1.05, "prof": 1.3}
@@ -162,9 +162,8 @@ class Worker:
             env["POOLPROF_INJECT_SOCKET"] = args.socket
             env["POOLPROF_WORKLOAD"] = f"overhead-{variant}"
             env.update(LIB_ENV[variant])
-        if variant == "lib_cupti":
-            env.update(CUDA_INJECTION64_PATH=args.lib, POOLPROF_INJECT_SOCKET=args.socket,
-                       POOLPROF_WORKLOAD="overhead-lib_cupti", POOLPROF_INJECT_CUPTI=args.cupti)
+        if variant == "lib_cupti":  # the path is an argument, not a constant
+            env["POOLPROF_INJECT_CUPTI"] = args.cupti
         cmd = [sys.executable, os.path.abspath(__file__), "worker", "--variant", variant, "--cpus", args.cpus]
         if args.fake:
             cmd.append("--fake")
@@ -312,6 +311,32 @@ def bootstrap(pairs, n=2000, seed=1):
     return stats[int(0.025 * n)], stats[int(0.975 * n) - 1]
 
 
+def step_ms(ts):
+    """Median [min-max] of the time per step over turns `ts`."""
+    ms = [t["seconds"] / t["steps"] * 1e3 for t in ts]
+    return f"{st.median(ms):.3f} [{min(ms):.3f}-{max(ms):.3f}]"
+
+
+def cpu_ms(ts):
+    """Median CPU per step of the main thread / the other threads over turns `ts`."""
+    main = st.median(t["main_cpu_s"] / t["steps"] * 1e3 for t in ts)
+    other = st.median(t["other_cpu_s"] / t["steps"] * 1e3 for t in ts)
+    return f"{main:.3f} / {other:.3f}"
+
+
+def variant_table(turns, programs, variants, cell):
+    """A markdown table, a row per program and a column per variant: `cell` of the
+    turns of each pair, or n/a where there are none."""
+    print("| program | " + " | ".join(variants) + " |")
+    print("| --- |" + " ---: |" * len(variants))
+    for p in programs:
+        cells = []
+        for v in variants:
+            ts = [t for t in turns if t["program"] == p and t["variant"] == v]
+            cells.append(cell(ts) if ts else "n/a")
+        print(f"| {p} | " + " | ".join(cells) + " |")
+
+
 def summary(path):
     with open(path) as f:
         results = json.load(f)
@@ -323,14 +348,7 @@ def summary(path):
     print(f"Turns of about {results['args']['turn_seconds']} s, {len(sets)} set(s) of fresh processes, "
           f"rounds per program: {', '.join(f'{p} {n}' for p, n in rounds.items())}.\n")
     print("### Time per step (ms): median [min-max] over turns\n")
-    print("| program | " + " | ".join(variants) + " |")
-    print("| --- |" + " ---: |" * len(variants))
-    for p in programs:
-        cells = []
-        for v in variants:
-            ms = [t["seconds"] / t["steps"] * 1e3 for t in turns if t["program"] == p and t["variant"] == v]
-            cells.append(f"{st.median(ms):.3f} [{min(ms):.3f}-{max(ms):.3f}]" if ms else "n/a")
-        print(f"| {p} | " + " | ".join(cells) + " |")
+    variant_table(turns, programs, variants, step_ms)
     print("\n### Overhead against the baseline: total time over all rounds (bootstrap 95% over rounds), "
           "and the median [IQR] of per-round ratios\n")
     others = [v for v in variants if v != "base"]
@@ -362,19 +380,7 @@ def summary(path):
                 cells = [pct(sum_ratio(round_pairs(sub, p, v))) if round_pairs(sub, p, v) else "n/a" for v in others]
                 print(f"| {p} | {s} | " + " | ".join(cells) + " |")
     print("\n### CPU per step of the benchmarked process (ms, median over turns): main thread / other threads\n")
-    print("| program | " + " | ".join(variants) + " |")
-    print("| --- |" + " ---: |" * len(variants))
-    for p in programs:
-        cells = []
-        for v in variants:
-            ts = [t for t in turns if t["program"] == p and t["variant"] == v]
-            if not ts:
-                cells.append("n/a")
-                continue
-            main = st.median(t["main_cpu_s"] / t["steps"] * 1e3 for t in ts)
-            other = st.median(t["other_cpu_s"] / t["steps"] * 1e3 for t in ts)
-            cells.append(f"{main:.3f} / {other:.3f}")
-        print(f"| {p} | " + " | ".join(cells) + " |")
+    variant_table(turns, programs, variants, cpu_ms)
     if results["memory"]:
         print("\n### Memory of each process (MiB, median over sets)\n")
         print("| variant | RSS after CUDA init | peak RSS | peak vs base |")
