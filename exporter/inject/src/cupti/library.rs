@@ -1,10 +1,9 @@
 //! The libcupti this library calls: the copy the process has already loaded, if any.
 //!
 //! Why not simply the first `libcupti.so` on the search path: PyTorch wheels bring
-//! their own libcupti and load it at `import torch`. A second copy in the same process
-//! takes the driver's one CUPTI client for itself, and the PyTorch profiler then fails
-//! to subscribe and records no GPU activity at all (seen on the H100:
-//! `docs/validation/kernels-h100.md`, run 22). Sharing the application's copy leaves
+//! their own libcupti and load it at `import torch`. With the library on a second copy
+//! in the same process, the PyTorch profiler failed to subscribe and recorded no GPU
+//! activity at all (on the H100: `docs/validation/kernels-h100.md`, runs 22–24). Sharing the application's copy leaves
 //! one CUPTI, whose single subscription the library can check before each window.
 
 use super::StartError;
