@@ -3,8 +3,8 @@
 //! Only this thread touches the socket; the application's threads never wait on it.
 //! Each interval it asks the [`Source`] for what is ready (with the share of the
 //! activity it samples) and adds it to what is still unsent, then, when the previous
-//! frames are out, encodes all of it as the next delta. Writes are non-blocking: a slow exporter makes deltas cover longer
-//! spans, never stalls the process. When the exporter is away the data keeps
+//! frames are out, encodes all of it as the next delta. Writes are non-blocking: a
+//! slow exporter makes deltas cover longer spans, never stalls the process. When the exporter is away the data keeps
 //! accumulating (bounded by the aggregator's limits) and the thread reconnects with
 //! exponential backoff, sending a fresh [`Hello`] first. Frames that were on a
 //! connection that broke are re-sent, so a counter is never lost nor counted twice
