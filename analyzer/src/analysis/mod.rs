@@ -1,5 +1,8 @@
-//! Analyses over one series at a time: periodicity and forecasting.
+//! Analyses: periodicity and forecasting per series; profiles, classification and
+//! co-location per workload and pair.
 
+pub mod colocate;
 pub mod forecast;
 pub mod grid;
 pub mod periodicity;
+pub mod profile;
