@@ -104,9 +104,10 @@ pub struct PairPrediction {
     pub workload_b: String,
     /// One prediction per mode, in [`Mode::ALL`] order.
     pub modes: Vec<ModePrediction>,
-    /// The mode to use; None when no mode is worth it.
+    /// The mode with the best prediction (the simpler one when close); None when no
+    /// mode can run the pair. Read it with `recommendation`: it may be `Avoid`.
     pub recommended_mode: Option<Mode>,
-    /// The verdict for the recommended mode (`Avoid` when none).
+    /// The verdict for the recommended mode (`Avoid` when none can run).
     pub recommendation: Recommendation,
     /// Why, in words.
     pub reason: String,
@@ -124,23 +125,92 @@ impl PairPrediction {
     }
 }
 
-/// The model's fitted constants (see `docs/colocation.md` for how each was fitted).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Constants {}
+pub mod calibrate;
+pub mod constants;
+pub mod demand;
+pub mod mig;
+pub mod mps;
+pub mod recommend;
+pub mod time_slicing;
 
-impl Default for Constants {
-    fn default() -> Self {
-        Constants {}
-    }
-}
+pub use constants::Constants;
+pub use demand::Demand;
+
+use crate::analysis::profile::WorkloadProfile;
 
 /// Predicts every mode for `a` and `b` (profiles taken alone) and recommends one.
 /// The result names the pair in sorted order whatever order they are given in.
-pub fn predict(
-    a: &crate::analysis::profile::WorkloadProfile,
-    b: &crate::analysis::profile::WorkloadProfile,
-    constants: &Constants,
-) -> PairPrediction {
-    let _ = (a, b, constants);
-    todo!("the model lands in this session")
+pub fn predict(a: &WorkloadProfile, b: &WorkloadProfile, constants: &Constants) -> PairPrediction {
+    let (a, b) = if a.workload <= b.workload {
+        (a, b)
+    } else {
+        (b, a)
+    };
+    let (da, db) = (Demand::of(a), Demand::of(b));
+    let capacity = gpu_memory(a, b);
+    let fits = da.memory_bytes + db.memory_bytes <= capacity * MEMORY_HEADROOM;
+    let modes = vec![
+        time_slicing::predict(&da, &db, constants, fits, capacity),
+        mps::predict(&da, &db, constants, fits, capacity),
+        mig::predict(&da, &db, a.gpu_name.as_deref().or(b.gpu_name.as_deref())),
+    ];
+    recommend::choose(a.workload.clone(), b.workload.clone(), modes)
 }
+
+/// Share of the GPU's memory two workloads may fill together: the CUDA contexts, the
+/// allocator's slack and fragmentation need the rest.
+pub const MEMORY_HEADROOM: f64 = 0.95;
+
+/// The GPU's memory: what the profiles saw, else an H100's 80 GiB.
+fn gpu_memory(a: &WorkloadProfile, b: &WorkloadProfile) -> f64 {
+    match (a.gpu_memory_bytes, b.gpu_memory_bytes) {
+        (Some(x), Some(y)) => x.min(y),
+        (Some(x), None) | (None, Some(x)) => x,
+        (None, None) => 80.0 * GIB,
+    }
+}
+
+/// Bytes in a GiB.
+pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Bytes as GiB with one decimal, for reasons.
+pub(crate) fn gib(bytes: f64) -> String {
+    format!("{:.1} GiB", bytes / GIB)
+}
+
+/// A mode that cannot run: memory does not fit, or no layout exists.
+pub(crate) fn infeasible(mode: Mode, reason: String) -> ModePrediction {
+    ModePrediction {
+        mode,
+        feasible: false,
+        progress_a: 0.0,
+        progress_b: 0.0,
+        score: 0.0,
+        sm_share: None,
+        mig: None,
+        reason,
+    }
+}
+
+/// A feasible mode's prediction with its score.
+pub(crate) fn feasible(
+    mode: Mode,
+    progress_a: f64,
+    progress_b: f64,
+    reason: String,
+) -> ModePrediction {
+    let (pa, pb) = (progress_a.clamp(0.0, 1.0), progress_b.clamp(0.0, 1.0));
+    ModePrediction {
+        mode,
+        feasible: true,
+        progress_a: pa,
+        progress_b: pb,
+        score: (pa + pb) / 2.0,
+        sm_share: None,
+        mig: None,
+        reason,
+    }
+}
+
+#[cfg(test)]
+mod tests;
