@@ -35,6 +35,10 @@ pub enum Command {
     Periods(PeriodsArgs),
     /// Forecast of the series in a CSV or query_range JSON file, as JSON.
     Forecast(ForecastArgs),
+    /// Each workload's profile (measured alone) from Prometheus, as JSON.
+    Profiles(crate::workloads_cmd::ProfilesArgs),
+    /// Co-location predictions for every pair of a profiles file, as JSON.
+    Colocate(crate::workloads_cmd::ColocateArgs),
 }
 
 /// `run --once`.

@@ -14,3 +14,4 @@ pub mod series;
 pub mod shard;
 pub mod sink;
 pub mod source;
+pub mod workloads_cmd;

@@ -7,6 +7,7 @@ use poolprof_analyzer::commands;
 use poolprof_analyzer::error::{Error, ExitCode};
 use poolprof_analyzer::offline;
 use poolprof_analyzer::pipeline::Analyses;
+use poolprof_analyzer::workloads_cmd;
 
 fn main() -> std::process::ExitCode {
     // clap exits with 2 on bad usage, as DESIGN.md wants.
@@ -32,6 +33,12 @@ async fn dispatch(command: Command) -> Result<(), Error> {
         Command::Serve(args) => commands::serve(&args, Analyses::default()).await,
         Command::Periods(args) => Ok(offline::run_periods(&args, &mut std::io::stdout().lock())?),
         Command::Forecast(args) => Ok(offline::run_forecast(&args, &mut std::io::stdout().lock())?),
+        Command::Profiles(args) => {
+            workloads_cmd::run_profiles(&args, &mut std::io::stdout().lock()).await
+        }
+        Command::Colocate(args) => {
+            workloads_cmd::run_colocate(&args, &mut std::io::stdout().lock())
+        }
     }
 }
 

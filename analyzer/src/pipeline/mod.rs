@@ -5,6 +5,7 @@
 //! findings: each series is moved into its analysis task and freed when it finishes.
 
 pub mod analyses;
+pub mod profiles;
 pub mod progress;
 pub mod report;
 

@@ -7,6 +7,8 @@
 
 use std::collections::BTreeMap;
 
+pub mod build;
+
 use serde::{Deserialize, Serialize};
 
 /// A span of time, unix seconds.

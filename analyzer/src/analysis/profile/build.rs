@@ -1,0 +1,284 @@
+//! Building profiles from what Prometheus holds: attributing each GPU's signals to the
+//! workload that ran alone on it, step by step.
+//!
+//! A step belongs to workload W on GPU G when W's process SM utilization there is at
+//! least [`BUSY_MIN`] and no other workload's is. GPU-wide signals (utilization, GPM)
+//! are averaged over W's steps on the GPU where it has the most of them. Kernel
+//! counters are per workload; their increments count on the steps where no other
+//! workload on that GPU is busy (a sampled window is reported up to a few seconds after
+//! its kernels ran, often after W stopped), and are divided by W's own seconds.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::{Coverage, KernelStat, Measured, ProfileSignal, Window, WorkloadProfile};
+
+/// Label sets as the Prometheus client returns them.
+pub type Labels = BTreeMap<String, String>;
+/// Range-query series by their labels, samples in time order.
+pub type Matrix = BTreeMap<Labels, Vec<(f64, f64)>>;
+
+/// Process SM utilization at and above which a workload counts as busy on a step.
+pub const BUSY_MIN: f64 = 0.02;
+/// Fewest steps alone on a GPU for GPU-wide signals to be attributed.
+pub const MIN_STEPS: usize = 3;
+/// Kernel names kept per profile; the rest are summed as `other`.
+pub const MAX_KERNELS: usize = 50;
+
+/// What the builder reads, fetched by the pipeline over one window.
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// Seconds between steps of every matrix.
+    pub step: f64,
+    /// `poolprof_process_sm_utilization_ratio` by `uuid`, `workload`.
+    pub process_sm: Matrix,
+    /// GPU-wide signals by `uuid`, one matrix per profile signal.
+    pub gpu: Vec<(ProfileSignal, Matrix)>,
+    /// `poolprof_process_gpu_memory_bytes` by `uuid`, `workload`.
+    pub memory: Matrix,
+    /// `poolprof_kernel_duration_seconds_total` by `workload`, `kernel`.
+    pub kernel_seconds: Matrix,
+    /// `poolprof_kernel_launches_total` by `workload`, `kernel`.
+    pub kernel_launches: Matrix,
+    /// What is known of each GPU, by `uuid`.
+    pub gpus: HashMap<String, GpuFacts>,
+}
+
+/// A GPU's identity facts (`poolprof_gpu_info`, `poolprof_gpu_memory_total_bytes`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct GpuFacts {
+    /// The product name, as NVML gives it.
+    pub name: Option<String>,
+    /// The memory, bytes.
+    pub memory_bytes: Option<f64>,
+}
+
+/// Step times as integer milliseconds, so samples of different queries line up.
+fn key(t: f64) -> i64 {
+    (t * 1000.0).round() as i64
+}
+
+fn label<'a>(labels: &'a Labels, name: &str) -> Option<&'a str> {
+    labels.get(name).map(String::as_str)
+}
+
+/// Who is busy on each GPU at each step: uuid → step → workloads.
+fn busy_map(o: &Observed) -> HashMap<String, BTreeMap<i64, BTreeSet<String>>> {
+    let mut busy: HashMap<String, BTreeMap<i64, BTreeSet<String>>> = HashMap::new();
+    for (labels, points) in &o.process_sm {
+        let (Some(uuid), Some(w)) = (label(labels, "uuid"), label(labels, "workload")) else {
+            continue;
+        };
+        let steps = busy.entry(uuid.to_string()).or_default();
+        for &(t, v) in points {
+            let set = steps.entry(key(t)).or_default();
+            if v >= BUSY_MIN {
+                set.insert(w.to_string());
+            }
+        }
+    }
+    busy
+}
+
+/// The steps on which `w` ran alone, per GPU.
+fn alone_steps(
+    busy: &HashMap<String, BTreeMap<i64, BTreeSet<String>>>,
+) -> BTreeMap<String, BTreeMap<String, Vec<i64>>> {
+    let mut alone: BTreeMap<String, BTreeMap<String, Vec<i64>>> = BTreeMap::new();
+    for (uuid, steps) in busy {
+        for (t, set) in steps {
+            if set.len() == 1 {
+                let w = set.iter().next().expect("one element");
+                alone
+                    .entry(w.clone())
+                    .or_default()
+                    .entry(uuid.clone())
+                    .or_default()
+                    .push(*t);
+            }
+        }
+    }
+    alone
+}
+
+/// Builds one profile per workload seen busy, with the window each value came from.
+pub fn build(o: &Observed) -> Vec<WorkloadProfile> {
+    let busy = busy_map(o);
+    let alone = alone_steps(&busy);
+    let mut profiles = Vec::new();
+    for (workload, by_gpu) in &alone {
+        let Some((uuid, steps)) = by_gpu.iter().max_by_key(|(_, s)| s.len()) else {
+            continue;
+        };
+        let mut p = WorkloadProfile::new(workload.clone(), Coverage::NvmlOnly);
+        p.uuid = Some(uuid.clone());
+        if let Some(facts) = o.gpus.get(uuid) {
+            p.gpu_name.clone_from(&facts.name);
+            p.gpu_memory_bytes = facts.memory_bytes;
+        }
+        let at: BTreeSet<i64> = steps.iter().copied().collect();
+        if at.len() >= MIN_STEPS {
+            for (signal, matrix) in &o.gpu {
+                if let Some(m) = summarize(
+                    matrix,
+                    |l| label(l, "uuid") == Some(uuid),
+                    &at,
+                    Summary::Mean,
+                ) {
+                    p.signals.insert(*signal, m);
+                }
+            }
+            if let Some(m) = summarize(
+                &o.process_sm,
+                |l| owned(l, uuid, workload),
+                &at,
+                Summary::Mean,
+            ) {
+                p.signals.insert(ProfileSignal::ProcessSm, m);
+            }
+        }
+        let all: BTreeSet<i64> = o
+            .memory
+            .iter()
+            .filter(|(l, _)| owned(l, uuid, workload))
+            .flat_map(|(_, pts)| pts.iter().map(|(t, _)| key(*t)))
+            .collect();
+        let memory = |s| summarize(&o.memory, |l| owned(l, uuid, workload), &all, s);
+        if let (Some(mean), Some(peak)) = (memory(Summary::Mean), memory(Summary::Max)) {
+            p.signals.insert(ProfileSignal::MemoryBytes, mean);
+            p.signals.insert(ProfileSignal::MemoryPeakBytes, peak);
+        }
+        add_kernels(&mut p, o, &busy[uuid], &at);
+        profiles.push(p);
+    }
+    profiles
+}
+
+fn owned(l: &Labels, uuid: &str, workload: &str) -> bool {
+    label(l, "uuid") == Some(uuid) && label(l, "workload") == Some(workload)
+}
+
+#[derive(Clone, Copy)]
+enum Summary {
+    Mean,
+    Max,
+}
+
+/// The mean (or max) over `at` of the series `keep` selects, summed across series
+/// per step (a signal split by label, e.g. per process of one workload).
+fn summarize(
+    m: &Matrix,
+    keep: impl Fn(&Labels) -> bool,
+    at: &BTreeSet<i64>,
+    how: Summary,
+) -> Option<Measured> {
+    let mut per_step: BTreeMap<i64, f64> = BTreeMap::new();
+    for (_, points) in m.iter().filter(|(l, _)| keep(l)) {
+        for &(t, v) in points {
+            if at.contains(&key(t)) {
+                *per_step.entry(key(t)).or_default() += v;
+            }
+        }
+    }
+    let (first, last) = (*per_step.keys().next()?, *per_step.keys().next_back()?);
+    let values = per_step.values();
+    let value = match how {
+        Summary::Mean => values.clone().sum::<f64>() / per_step.len() as f64,
+        Summary::Max => values.clone().fold(f64::NEG_INFINITY, |a, b| a.max(*b)),
+    };
+    Some(Measured {
+        value,
+        window: Window {
+            start: first as f64 / 1000.0,
+            end: last as f64 / 1000.0,
+        },
+        samples: per_step.len() as u32,
+    })
+}
+
+/// Counter increments per step (a drop is a restart: the new value is the increment).
+fn increments(points: &[(f64, f64)]) -> Vec<(i64, f64)> {
+    points
+        .windows(2)
+        .map(|w| {
+            let d = w[1].1 - w[0].1;
+            (key(w[1].0), if d >= 0.0 { d } else { w[1].1 })
+        })
+        .collect()
+}
+
+/// Adds launch rate, kernel time and per-kernel shares from the injection library's
+/// counters, when the workload has them.
+fn add_kernels(
+    p: &mut WorkloadProfile,
+    o: &Observed,
+    gpu_busy: &BTreeMap<i64, BTreeSet<String>>,
+    at: &BTreeSet<i64>,
+) {
+    let workload = p.workload.clone();
+    let quiet = |t: &i64| {
+        gpu_busy
+            .get(t)
+            .is_none_or(|s| s.iter().all(|w| *w == workload))
+    };
+    let per_kernel = |m: &Matrix| -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        for (l, pts) in m
+            .iter()
+            .filter(|(l, _)| label(l, "workload") == Some(&workload))
+        {
+            let total: f64 = increments(pts)
+                .iter()
+                .filter(|(t, _)| quiet(t))
+                .map(|(_, d)| d)
+                .sum();
+            *out.entry(label(l, "kernel").unwrap_or("other").to_string())
+                .or_default() += total;
+        }
+        out
+    };
+    let (seconds, launches) = (
+        per_kernel(&o.kernel_seconds),
+        per_kernel(&o.kernel_launches),
+    );
+    let wall = at.len() as f64 * o.step;
+    let (busy, count): (f64, f64) = (seconds.values().sum(), launches.values().sum());
+    if seconds.is_empty() || count <= 0.0 || wall <= 0.0 {
+        return;
+    }
+    p.coverage = Coverage::Kernels;
+    let window = Window {
+        start: *at.first().expect("wall > 0") as f64 / 1000.0,
+        end: *at.last().expect("wall > 0") as f64 / 1000.0,
+    };
+    let put = |p: &mut WorkloadProfile, s, value| {
+        p.signals.insert(
+            s,
+            Measured {
+                value,
+                window,
+                samples: at.len() as u32,
+            },
+        );
+    };
+    put(p, ProfileSignal::KernelBusy, busy / wall);
+    put(p, ProfileSignal::LaunchRate, count / wall);
+    put(p, ProfileSignal::MeanKernelSeconds, busy / count);
+    let weighted: f64 = seconds
+        .iter()
+        .filter_map(|(k, s)| launches.get(k).filter(|n| **n > 0.0).map(|n| s * s / n))
+        .sum();
+    if busy > 0.0 {
+        put(p, ProfileSignal::ResidualKernelSeconds, weighted / busy);
+    }
+    let mut kernels: Vec<KernelStat> = seconds
+        .iter()
+        .map(|(name, s)| KernelStat {
+            name: name.clone(),
+            launches_per_second: launches.get(name).copied().unwrap_or(0.0) / wall,
+            busy: s / wall,
+        })
+        .collect();
+    kernels.sort_by(|a, b| b.busy.total_cmp(&a.busy));
+    kernels.truncate(MAX_KERNELS);
+    p.kernels = kernels;
+}
