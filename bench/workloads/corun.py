@@ -34,6 +34,8 @@ def parse():
     p.add_argument("--out", required=True, help="JSON lines, one per run")
     p.add_argument("--programs", default="", help="comma-separated (default: all of programs.py)")
     p.add_argument("--profile-seconds", type=float, default=0.0)
+    p.add_argument("--gap", type=float, default=0.0, help="idle seconds after each profile window")
+    p.add_argument("--only-profile", action="store_true", help="profile windows only, no pairs")
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--warm", type=float, default=0.5)
     p.add_argument("--reps", type=int, default=2)
@@ -142,6 +144,13 @@ def main():
     if args.profile_seconds > 0:
         for n in names:
             keep(s.run("profile", [n], args.profile_seconds))
+            # the injection library reports a sampled window seconds after it ran: let
+            # it arrive while no other program is busy
+            time.sleep(args.gap)
+    if args.only_profile:
+        for w in workers.values():
+            w.send("quit")
+        return
     pairs = list(itertools.combinations(names, 2))
     for rep in range(1, args.reps + 1):
         for n in names:

@@ -51,10 +51,12 @@ class _Block(nn.Module):
         if cache is None:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         else:
-            kc, vc = cache
-            kc[:, :, pos : pos + t] = k
-            vc[:, :, pos : pos + t] = v
-            y = F.scaled_dot_product_attention(q, kc[:, :, : pos + t], vc[:, :, : pos + t])
+            # attend over the whole cache with a mask, so every step has the same
+            # shapes (a new shape per position made kernels be chosen anew each step)
+            kc, vc, mask = cache
+            kc.index_copy_(2, pos, k)
+            vc.index_copy_(2, pos, v)
+            y = F.scaled_dot_product_attention(q, kc, vc, attn_mask=mask)
         return self.proj(y.transpose(1, 2).reshape(b, t, d))
 
     def forward(self, x, cache=None, pos=None):
@@ -151,18 +153,24 @@ def decode_llm():
     d, layers, heads, batch, ctx = 2048, 24, 16, 8, 1024
     model = _Decoder(vocab=32000, d=d, layers=layers, heads=heads).to(DEV, dtype=torch.bfloat16).eval()
     shape = (batch, heads, ctx, d // heads)
+    mask = torch.zeros(1, 1, 1, ctx, device=DEV, dtype=torch.bool)
     caches = [
-        (torch.zeros(shape, device=DEV, dtype=torch.bfloat16), torch.zeros(shape, device=DEV, dtype=torch.bfloat16))
+        (torch.zeros(shape, device=DEV, dtype=torch.bfloat16), torch.zeros(shape, device=DEV, dtype=torch.bfloat16), mask)
         for _ in range(layers)
     ]
     state = {"pos": 512, "tok": torch.randint(0, 32000, (batch, 1), device=DEV)}
+    mask[..., :512] = True
+    position = torch.zeros(1, dtype=torch.long, device=DEV)
 
     @torch.inference_mode()
     def step():
         # one token per sequence, attending over a context of 512..1023 cached tokens
         if state["pos"] >= ctx:
             state["pos"] = 512
-        logits = model(state["tok"], caches, state["pos"])
+            mask[..., 512:] = False
+        position.fill_(state["pos"])
+        mask[..., state["pos"]] = True
+        logits = model(state["tok"], caches, position)
         state["tok"] = logits[:, -1].argmax(dim=-1, keepdim=True)
         state["pos"] += 1
         state["tok"].sum().item()

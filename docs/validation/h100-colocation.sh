@@ -1,19 +1,23 @@
 #!/usr/bin/env bash
-# Co-location measurements on a real GPU (an H100 here), one sharing mode per run:
-#   MODE=ts  time-slicing (the default: two processes, no MPS). The programs run with
-#            the injection library, the exporter publishes their metrics and a
-#            Prometheus (Debian's package, carried as .carry/prometheus_*.deb) scrapes
-#            it every second: each program is profiled alone first (PROFILE_SECONDS).
+# Co-location measurements on a real GPU (an H100 here), one step per run. In every
+# mode the exporter publishes the programs' metrics and a Prometheus (Debian's package,
+# carried as .carry/prometheus_*.deb) scrapes it every second.
+#   MODE=profile each program alone for PROFILE_SECONDS under the injection library,
+#            GAP_SECONDS apart (sampled kernel counters arrive seconds late); then
+#            poolprof-analyzer builds the profiles from Prometheus (profiles.json) and
+#            predicts every pair (predictions.json): predictions come before any pair runs.
+#   MODE=ts  time-slicing (the default: two processes, no MPS), injection library on.
 #   MODE=mps the MPS control daemon runs; the programs join it (no injection library).
-# Then bench/workloads/corun.py measures each program alone and every pair at once,
-# REPS times, alone runs before, between and after. Results in $OUT: runs-MODE.jsonl
+# In ts and mps, bench/workloads/corun.py measures each program alone and every pair at
+# once, REPS times, alone runs before, between and after. Results in $OUT: runs-MODE.jsonl
 # (one line per run), summary-MODE.md, colocation-MODE.log, exporter-MODE.log, and
 # prom-MODE.tgz (Prometheus' data folder: run a Prometheus on it to query the window).
 # Run in the repository root. Needs target/release/poolprof-exporter,
-# target/release/libpoolprof_inject.so and python3 with torch, torchvision, transformers.
+# target/release/libpoolprof_inject.so, target/release/poolprof-analyzer (profile) and
+# python3 with torch, torchvision, transformers.
 #
 # Environment: MODE (ts|mps), OUT, PROGRAMS (default all), SECONDS_PER_RUN (3), REPS (2),
-# PROFILE_SECONDS (12 in ts, 0 in mps), BUDGET_S (the co-run schedule starts nothing
+# PROFILE_SECONDS (12), GAP_SECONDS (8), BUDGET_S (the co-run schedule starts nothing
 # that would end later; default 480).
 set -uo pipefail
 export PYTHONDONTWRITEBYTECODE=1
@@ -31,11 +35,11 @@ mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 LOG="$OUT/colocation-$MODE.log"; : > "$LOG"
 log() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - START))s] $*" | tee -a "$LOG" >&2; }
 die() { log "FAILED: $*"; exit 1; }
-case "$MODE" in
-  ts) PROFILE_SECONDS=${PROFILE_SECONDS:-12} ;;
-  mps) PROFILE_SECONDS=${PROFILE_SECONDS:-0} ;;
-  *) die "MODE=$MODE is ts or mps" ;;
-esac
+PROFILE_SECONDS=${PROFILE_SECONDS:-12}
+GAP_SECONDS=${GAP_SECONDS:-8}
+ANALYZER=${ANALYZER:-target/release/poolprof-analyzer}
+[[ "$MODE" =~ ^(profile|ts|mps)$ ]] || die "MODE=$MODE is profile, ts or mps"
+[[ "$MODE" != profile || -x "$ANALYZER" ]] || die "$ANALYZER missing: cargo build --release, and carry it"
 [[ "$SECS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "SECONDS_PER_RUN=$SECS is not a number"
 [[ "$REPS" =~ ^[1-5]$ ]] || die "REPS=$REPS is 1 to 5"
 [[ -x "$EXPORTER" ]] || die "$EXPORTER missing: cargo build --release, and carry it"
@@ -94,7 +98,7 @@ done
 log "exporter on 127.0.0.1:$PORT (pid $EXPORTER_PID)"
 
 WORKER_ENV=()
-if [[ "$MODE" == ts ]]; then
+if [[ "$MODE" != mps ]]; then
   WORKER_ENV=(CUDA_INJECTION64_PATH="$LIB" POOLPROF_INJECT_SOCKET="$SOCK")
 else
   export CUDA_MPS_PIPE_DIRECTORY="$RUNDIR/mps" CUDA_MPS_LOG_DIRECTORY="$RUNDIR/mpslog"
@@ -104,11 +108,34 @@ else
   log "MPS control daemon started"
 fi
 
-log "co-run: mode $MODE, ${SECS}s runs, $REPS reps, profile ${PROFILE_SECONDS}s, budget ${BUDGET_S}s"
-env "${WORKER_ENV[@]}" python3 bench/workloads/corun.py --out "$OUT/runs-$MODE.jsonl" \
-  --label "$MODE" --seconds "$SECS" --reps "$REPS" --profile-seconds "$PROFILE_SECONDS" \
-  --budget "$BUDGET_S" ${PROGRAMS:+--programs "$PROGRAMS"} \
-  > "$OUT/summary-$MODE.md" 2>> "$LOG" || log "corun.py failed (exit $?)"
+if [[ "$MODE" == profile ]]; then
+  log "profiles: ${PROFILE_SECONDS}s alone each, ${GAP_SECONDS}s apart"
+  P0=$(date +%s)
+  env "${WORKER_ENV[@]}" python3 bench/workloads/corun.py --out "$OUT/runs-$MODE.jsonl" \
+    --label "$MODE" --only-profile --profile-seconds "$PROFILE_SECONDS" --gap "$GAP_SECONDS" \
+    --budget "$BUDGET_S" ${PROGRAMS:+--programs "$PROGRAMS"} 2>> "$LOG" || log "corun.py failed (exit $?)"
+  sleep 3  # the last scrape
+  P1=$(date +%s)
+  "$ANALYZER" profiles --prometheus "http://127.0.0.1:$PPORT" --lookback "$((P1 - P0 + 5))s" \
+    --step 1s --end "$P1" > "$OUT/profiles.json" 2>> "$LOG" || log "profiles failed (exit $?)"
+  "$ANALYZER" colocate --input "$OUT/profiles.json" > "$OUT/predictions.json" 2>> "$LOG" \
+    || log "colocate failed (exit $?)"
+  python3 - "$OUT/predictions.json" > "$OUT/summary-$MODE.md" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("| pair | time-slicing | mps | recommended | verdict |")
+print("| --- | --- | --- | --- | --- |")
+for p in d["pairs"]:
+    m = {x["mode"]: x for x in p["modes"]}
+    f = lambda x: f'{x["progress_a"]:.2f} / {x["progress_b"]:.2f}' if x["feasible"] else "no"
+    print(f'| {p["workload_a"]} + {p["workload_b"]} | {f(m["time_slicing"])} | {f(m["mps"])} | {p["recommended_mode"]} | {p["recommendation"]} |')
+PY
+else
+  log "co-run: mode $MODE, ${SECS}s runs, $REPS reps, budget ${BUDGET_S}s"
+  env "${WORKER_ENV[@]}" python3 bench/workloads/corun.py --out "$OUT/runs-$MODE.jsonl" \
+    --label "$MODE" --seconds "$SECS" --reps "$REPS" --budget "$BUDGET_S" \
+    ${PROGRAMS:+--programs "$PROGRAMS"} > "$OUT/summary-$MODE.md" 2>> "$LOG" || log "corun.py failed (exit $?)"
+fi
 [[ "$MODE" == mps ]] && grep -h "" "$CUDA_MPS_LOG_DIRECTORY"/control.log 2>/dev/null | tail -5 >> "$LOG"
 python3 -c "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics',timeout=5).read().decode())" \
   > "$RUNDIR/last.prom" 2>/dev/null && grep -c '^poolprof_' "$RUNDIR/last.prom" | sed 's/^/exporter series at the end: /' >> "$LOG"

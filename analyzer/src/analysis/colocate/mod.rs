@@ -128,6 +128,7 @@ impl PairPrediction {
 pub mod calibrate;
 pub mod constants;
 pub mod demand;
+pub mod evaluate;
 pub mod mig;
 pub mod mps;
 pub mod recommend;
