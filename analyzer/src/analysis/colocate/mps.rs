@@ -7,7 +7,8 @@
 //! where `fill_Y = clamp((occ_busy_Y − threshold) / (1 − threshold), 0, 1)` is how far
 //! Y's kernels fill the SMs while they run. With SM limits that add up to at most 100%
 //! the two clients hold disjoint SMs, so nothing blocks, but each runs its kernels on
-//! its share only (a model of the limits, not yet measured on hardware).
+//! its share only (a model of the limits, not yet measured on hardware: the predicted
+//! progress is always without limits; the limits come as advice beside it).
 
 use super::time_slicing::memory_reason;
 use super::{feasible, infeasible, Constants, Demand, Mode, ModePrediction, SmShare};
@@ -61,7 +62,8 @@ fn best_limits(
         .max_by(|x, y| (x.1 + x.2).total_cmp(&(y.1 + y.2)))
 }
 
-/// The MPS prediction (with SM limits when they help), or why it cannot run.
+/// The MPS prediction without SM limits (what was validated on hardware), with the
+/// SM limits the model would set when they help, or why it cannot run.
 pub fn predict(a: &Demand, b: &Demand, c: &Constants, fits: bool, capacity: f64) -> ModePrediction {
     if !fits {
         return infeasible(Mode::Mps, memory_reason(a, b, capacity));
@@ -79,13 +81,13 @@ pub fn predict(a: &Demand, b: &Demand, c: &Constants, fits: bool, capacity: f64)
     } else {
         "their kernels run side by side but compete for SMs and memory bandwidth".to_string()
     };
+    let uncapped = (pa + pb) / 2.0;
     let mut prediction = feasible(Mode::Mps, pa, pb, String::new());
-    if let Some((share, la, lb)) = best_limits(a, b, c, prediction.score) {
+    if let Some((share, la, lb)) = best_limits(a, b, c, uncapped) {
         reason = format!(
-            "{reason}; SM limits of {}% and {}% keep them apart (model of the limits, not yet measured)",
+            "{reason}; SM limits of {}% and {}% would keep them apart (predicted {la:.2} and {lb:.2}; a model of the limits, not yet measured)",
             share.a_percent, share.b_percent
         );
-        prediction = feasible(Mode::Mps, la, lb, String::new());
         prediction.sm_share = Some(share);
     }
     prediction.reason = reason;

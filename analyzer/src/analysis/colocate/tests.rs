@@ -109,10 +109,16 @@ fn under_mps_a_bandwidth_loop_starves_a_training_job_beside_it() {
     let (ps, pt) = mps::progress(&s, &t, &Constants::default());
     // the measured H100 figures were ~0.97 and ~0.05
     assert!(ps > 0.85 && pt < 0.15, "{ps} {pt}");
-    // SM limits keep them apart: the training job is no longer starved
+    // the prediction is without limits; SM limits that keep them apart come as advice
     let m = predict(&training(), &stream(), &Constants::default());
     let mps = m.mode(Mode::Mps).unwrap();
-    assert!(mps.sm_share.is_some() && mps.progress_b > 0.3, "{mps:?}");
+    assert!(
+        (mps.progress_a - ps).abs() < 1e-12 && mps.sm_share.is_some(),
+        "{mps:?}"
+    );
+    let share = mps.sm_share.unwrap();
+    let (_, limited) = mps::progress_limited(&s, &t, share, &Constants::default());
+    assert!(limited > 0.3, "{limited}");
     assert_ne!(m.recommendation, Recommendation::Good);
 }
 
