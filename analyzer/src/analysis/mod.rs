@@ -1,8 +1,10 @@
 //! Analyses: periodicity and forecasting per series; profiles, classification and
 //! co-location per workload and pair.
 
+pub mod classify;
 pub mod colocate;
 pub mod forecast;
 pub mod grid;
 pub mod periodicity;
 pub mod profile;
+pub mod roofline;

@@ -1,0 +1,8 @@
+//! Classification of a workload: what bounds it (against its GPU's roofline) and what
+//! kind of job it is, each with the evidence in words.
+
+pub mod boundedness;
+pub mod workload_type;
+
+pub use boundedness::{classify, Basis, Boundedness, Classification, KernelCounters, Thresholds};
+pub use workload_type::{workload_type, TypeVerdict, WorkloadType};
