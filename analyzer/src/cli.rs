@@ -8,9 +8,11 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use reqwest::Url;
 
+use crate::analysis::classify::Thresholds;
 use crate::config::Config;
 use crate::error::Error;
 use crate::offline::{ForecastArgs, PeriodsArgs};
+use crate::pipeline::{WorkloadSettings, MAX_PAIRED_WORKLOADS};
 use crate::retry::RetryPolicy;
 use crate::shard::Shard;
 use crate::source::prometheus::{Auth, ClientOptions};
@@ -115,6 +117,13 @@ pub struct CommonArgs {
     /// PEM file of extra CA certificates for an https source.
     #[arg(long, value_name = "FILE")]
     pub ca_file: Option<PathBuf>,
+    /// How compute- and memory-bound are told apart: `roofline` (the GPU's ridge point)
+    /// or `fixed` (the earlier pooling profiler's thresholds, 50 and 10 FLOP/B).
+    #[arg(long, value_name = "roofline|fixed", default_value = "roofline")]
+    pub class_thresholds: Thresholds,
+    /// At most this many workloads (by name) are paired for co-location.
+    #[arg(long, value_name = "N", default_value_t = MAX_PAIRED_WORKLOADS, value_parser = parse_max_paired)]
+    pub max_paired_workloads: usize,
 }
 
 /// Everything a run needs, flags and file merged and checked.
@@ -128,6 +137,8 @@ pub struct Settings {
     pub shard: Shard,
     /// The window's end, when not now.
     pub end: Option<f64>,
+    /// How workloads are classified and paired.
+    pub workloads: WorkloadSettings,
 }
 
 impl CommonArgs {
@@ -157,6 +168,11 @@ impl CommonArgs {
             client,
             shard: self.shard,
             end: self.end,
+            workloads: WorkloadSettings {
+                thresholds: self.class_thresholds,
+                max_paired: self.max_paired_workloads,
+                ..WorkloadSettings::default()
+            },
         })
     }
 
@@ -267,4 +283,11 @@ pub fn parse_listen(s: &str) -> Result<SocketAddr, String> {
     };
     full.parse()
         .map_err(|_| format!("{s:?} is not a listen address like :9091 or 127.0.0.1:9091"))
+}
+
+fn parse_max_paired(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (2..=2000).contains(&n) => Ok(n),
+        _ => Err(format!("{s:?}: a number of workloads from 2 to 2000")),
+    }
 }

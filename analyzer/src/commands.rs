@@ -33,8 +33,9 @@ pub async fn run_once<A: Analyze>(args: &RunArgs, analyses: A) -> Result<(), Err
         })
         .transpose()?;
     let client = PrometheusClient::new(settings.client)?;
-    let pipeline =
-        Pipeline::new(client, settings.config, settings.shard, analyses).with_end(settings.end);
+    let pipeline = Pipeline::new(client, settings.config, settings.shard, analyses)
+        .with_end(settings.end)
+        .with_workloads(settings.workloads);
     let report = pipeline.run().await?;
     log_summary(&report);
     let text = results::render(&report, true).encode();
@@ -53,8 +54,9 @@ pub async fn run_once<A: Analyze>(args: &RunArgs, analyses: A) -> Result<(), Err
 pub async fn serve<A: Analyze>(args: &ServeArgs, analyses: A) -> Result<(), Error> {
     let settings = args.common.settings()?;
     let client = PrometheusClient::new(settings.client)?;
-    let pipeline =
-        Pipeline::new(client, settings.config, settings.shard, analyses).with_end(settings.end);
+    let pipeline = Pipeline::new(client, settings.config, settings.shard, analyses)
+        .with_end(settings.end)
+        .with_workloads(settings.workloads);
     let listener = metrics::bind(args.listen).await.map_err(Error::Runtime)?;
     tracing::info!(listen = %args.listen, interval = ?args.interval, "serving results on /metrics");
     let latest = Latest::default();

@@ -18,9 +18,11 @@ use futures::stream::{self, StreamExt};
 pub use analyses::Analyses;
 pub use report::{
     Analysis, AnalysisRequest, Analyze, FoundPeriod, HorizonForecast, RunHealth, RunReport,
-    SeriesReport, ThresholdEta,
+    SeriesReport, ThresholdEta, WorkloadReport,
 };
 
+use crate::analysis::classify::{self, Thresholds};
+use crate::analysis::colocate::{self, Constants};
 use crate::config::{Config, Signal};
 use crate::error::Error;
 use crate::series::Series;
@@ -32,6 +34,30 @@ use progress::Progress;
 /// could return a whole fleet of them).
 const MAX_TRACKED_WITHOUT_IDENTITY: usize = 10_000;
 
+/// Workloads paired by default: every pair of 200 is 19,900 pairs, each a handful of series.
+pub const MAX_PAIRED_WORKLOADS: usize = 200;
+
+/// How the second stage classifies and pairs workloads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkloadSettings {
+    /// The rule set for compute- / memory-bound.
+    pub thresholds: Thresholds,
+    /// The co-location model's constants.
+    pub constants: Constants,
+    /// At most this many workloads (by name) are paired; the rest are counted.
+    pub max_paired: usize,
+}
+
+impl Default for WorkloadSettings {
+    fn default() -> Self {
+        WorkloadSettings {
+            thresholds: Thresholds::Roofline,
+            constants: Constants::default(),
+            max_paired: MAX_PAIRED_WORKLOADS,
+        }
+    }
+}
+
 /// A run's fixed inputs.
 pub struct Pipeline<A: Analyze> {
     client: PrometheusClient,
@@ -39,6 +65,7 @@ pub struct Pipeline<A: Analyze> {
     shard: Shard,
     analyses: Arc<A>,
     end: Option<f64>,
+    workloads: WorkloadSettings,
 }
 
 impl<A: Analyze> Pipeline<A> {
@@ -50,7 +77,14 @@ impl<A: Analyze> Pipeline<A> {
             shard,
             analyses: Arc::new(analyses),
             end: None,
+            workloads: WorkloadSettings::default(),
         }
+    }
+
+    /// Classifies and pairs workloads with `settings` instead of the defaults.
+    pub fn with_workloads(mut self, settings: WorkloadSettings) -> Self {
+        self.workloads = settings;
+        self
     }
 
     /// Analyzes the window ending at `end` (unix seconds) instead of now, e.g. for backfilled history.
@@ -73,6 +107,9 @@ impl<A: Analyze> Pipeline<A> {
         let mut report = RunReport::default();
         for signal in &self.config.signals {
             self.run_signal(signal, range, &mut report).await?;
+        }
+        if self.shard.index() == 0 {
+            self.run_workloads(range, &mut report).await;
         }
         report.health.duration = started.elapsed();
         report.health.finished_at = unix_now();
@@ -169,6 +206,51 @@ impl<A: Analyze> Pipeline<A> {
         }
         progress.finish();
         Ok(())
+    }
+
+    /// The second stage: profiles from the window, their classes, and every pair's
+    /// prediction. A failure here loses only this stage: the per-series results stand.
+    async fn run_workloads(&self, range: QueryRange, report: &mut RunReport) {
+        let found = match profiles::fetch(&self.client, range).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "workload profiles could not be built this run; per-series results are unaffected");
+                report.health.profiles_failed = true;
+                return;
+            }
+        };
+        let settings = self.workloads;
+        report.workloads = found
+            .into_iter()
+            .map(|profile| WorkloadReport {
+                class: classify::classify(&profile, settings.thresholds),
+                kind: classify::workload_type(&profile),
+                profile,
+            })
+            .collect();
+        report
+            .workloads
+            .sort_by(|a, b| a.profile.workload.cmp(&b.profile.workload));
+        let paired = &report.workloads[..report.workloads.len().min(settings.max_paired)];
+        report.health.workloads_not_paired = (report.workloads.len() - paired.len()) as u64;
+        if report.health.workloads_not_paired > 0 {
+            tracing::warn!(
+                workloads = report.workloads.len(),
+                paired = paired.len(),
+                "more workloads than --max-paired-workloads: the rest are profiled but not paired"
+            );
+        }
+        let mut pairs = Vec::new();
+        for (i, a) in paired.iter().enumerate() {
+            for b in &paired[i + 1..] {
+                pairs.push(colocate::predict(
+                    &a.profile,
+                    &b.profile,
+                    &settings.constants,
+                ));
+            }
+        }
+        report.pairs = pairs;
     }
 
     /// The capacity per owner at the window's end, when the signal has one.

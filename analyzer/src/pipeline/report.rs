@@ -3,6 +3,11 @@
 
 use std::time::Duration;
 
+use serde::Serialize;
+
+use crate::analysis::classify::{Classification, TypeVerdict};
+use crate::analysis::colocate::PairPrediction;
+use crate::analysis::profile::WorkloadProfile;
 use crate::config::Identity;
 use crate::series::Series;
 use crate::source::prometheus::response::DroppedSamples;
@@ -100,6 +105,10 @@ pub struct RunHealth {
     pub signals_empty: u64,
     /// Series whose forecast failed (too short, degenerate).
     pub forecasts_failed: u64,
+    /// Workloads left out of pairing beyond the configured limit.
+    pub workloads_not_paired: u64,
+    /// Whether building profiles failed this run (the log says why).
+    pub profiles_failed: bool,
     /// Non-finite samples dropped.
     pub dropped: DroppedSamples,
     /// Wall time of the run.
@@ -108,11 +117,26 @@ pub struct RunHealth {
     pub finished_at: f64,
 }
 
+/// One workload's profile and what the analyses made of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkloadReport {
+    /// The profile, measured while it ran alone.
+    pub profile: WorkloadProfile,
+    /// What bounds it.
+    pub class: Classification,
+    /// What kind of job it is.
+    pub kind: TypeVerdict,
+}
+
 /// Everything one run produced.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RunReport {
     /// Findings, one per analyzed series.
     pub series: Vec<SeriesReport>,
+    /// Profiles with their classes, one per workload seen running alone, by name.
+    pub workloads: Vec<WorkloadReport>,
+    /// Co-location predictions for every pair of those workloads (`workload_a` < `workload_b`).
+    pub pairs: Vec<PairPrediction>,
     /// The run's health.
     pub health: RunHealth,
 }

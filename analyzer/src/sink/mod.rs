@@ -4,3 +4,4 @@ pub mod exposition;
 pub mod metrics;
 pub mod pushgateway;
 pub mod results;
+pub mod workloads;

@@ -28,9 +28,11 @@ const DURATION: &str = "poolprof_analyzer_run_duration_seconds";
 pub fn render(report: &RunReport, last_run_ok: bool) -> Exposition {
     let mut out = Exposition::new();
     declare(&mut out);
+    super::workloads::declare(&mut out);
     for s in &report.series {
         add_series(&mut out, s);
     }
+    super::workloads::add(&mut out, report);
     let h = &report.health;
     out.set(LAST_SUCCESS, &[], h.finished_at);
     out.set(LAST_RUN_OK, &[], if last_run_ok { 1.0 } else { 0.0 });
