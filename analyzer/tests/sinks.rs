@@ -5,16 +5,40 @@ mod support;
 use poolprof_e2e::promtool::check_metrics;
 use std::time::Duration;
 
+use poolprof_analyzer::analysis::classify::{self, Thresholds};
+use poolprof_analyzer::analysis::colocate::{self, Constants};
+use poolprof_analyzer::analysis::profile::{Coverage, ProfileSignal as S, Window, WorkloadProfile};
 use poolprof_analyzer::config::Identity;
 use poolprof_analyzer::error::{Error, ExitCode};
 use poolprof_analyzer::pipeline::{
     Analysis, FoundPeriod, HorizonForecast, RunHealth, RunReport, SeriesReport, ThresholdEta,
+    WorkloadReport,
 };
 use poolprof_analyzer::retry::RetryPolicy;
 use poolprof_analyzer::sink::pushgateway::{PushError, Pushgateway};
 use poolprof_analyzer::sink::results::{format_horizon, render};
 use poolprof_analyzer::source::prometheus::response::DroppedSamples;
 use support::FakeServer;
+
+fn workload(name: &str, duty: f64, tensor: f64, dram: f64) -> WorkloadReport {
+    let w = Window {
+        start: 0.0,
+        end: 600.0,
+    };
+    let mut profile = WorkloadProfile::new(name, Coverage::NvmlOnly)
+        .with(S::Busy, duty, w)
+        .with(S::SmActive, duty * 0.9, w)
+        .with(S::SmOccupancy, duty * 0.4, w)
+        .with(S::TensorActive, tensor, w)
+        .with(S::DramActive, dram, w)
+        .with(S::MemoryBytes, 20e9, w);
+    profile.gpu_name = Some("NVIDIA H100 80GB HBM3".into());
+    WorkloadReport {
+        class: classify::classify(&profile, Thresholds::Roofline),
+        kind: classify::workload_type(&profile),
+        profile,
+    }
+}
 
 fn report() -> RunReport {
     let periodic = Analysis {
@@ -74,6 +98,15 @@ fn report() -> RunReport {
                 analysis: capacity,
             },
         ],
+        workloads: vec![
+            workload("train", 0.9, 0.7, 0.15),
+            workload("etl", 0.95, 0.02, 0.85),
+        ],
+        pairs: vec![colocate::predict(
+            &workload("train", 0.9, 0.7, 0.15).profile,
+            &workload("etl", 0.95, 0.02, 0.85).profile,
+            &Constants::default(),
+        )],
         health: RunHealth {
             series_analyzed: 3,
             series_skipped_no_samples: 1,
@@ -100,9 +133,33 @@ fn results_use_the_design_names_and_pass_promtool() {
         "poolprof_analyzer_samples_dropped{reason=\"nan\"} 4",
         "poolprof_analyzer_series_skipped{reason=\"no_samples\"} 1",
         "poolprof_analyzer_last_run_success 1",
+        "poolprof_workload_class{class=\"compute_bound\",workload=\"train\"} 1",
+        "poolprof_workload_class{class=\"memory_bound\",workload=\"etl\"} 1",
+        "poolprof_workload_type{type=\"training\",workload=\"train\"} 1",
+        "poolprof_analyzer_workloads_profiled 2",
     ] {
         assert!(text.lines().any(|l| l == line), "missing {line}\n{text}");
     }
+    // every mode of the pair, both directions of progress, one recommendation set to 1
+    for mode in ["time_slicing", "mps", "mig"] {
+        let score = format!(
+            "poolprof_colocation_score{{mode=\"{mode}\",workload_a=\"etl\",workload_b=\"train\"}}"
+        );
+        assert!(
+            text.lines().any(|l| l.starts_with(&score)),
+            "missing {score}\n{text}"
+        );
+        let progress = format!("poolprof_colocation_predicted_progress_ratio{{mode=\"{mode}\",peer=\"etl\",workload=\"train\"}}");
+        assert!(
+            text.lines().any(|l| l.starts_with(&progress)),
+            "missing {progress}"
+        );
+    }
+    let recommended: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("poolprof_colocation_recommendation{") && l.ends_with(" 1"))
+        .collect();
+    assert_eq!(recommended.len(), 1, "{recommended:?}");
     // No period for the flat series, and no upper crossing when the optimistic side never crosses.
     assert!(!text
         .lines()
