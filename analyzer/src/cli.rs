@@ -61,9 +61,17 @@ pub struct RunArgs {
 /// `serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address for /metrics, e.g. `:9091` (all interfaces) or `127.0.0.1:9091`.
-    #[arg(long, default_value = ":9091", value_parser = parse_listen)]
+    /// Address for /metrics, e.g. `:7071` (all interfaces) or `127.0.0.1:7071`. The
+    /// default sits beside the API's 7070, outside the exporter range (9100-9999) the
+    /// Prometheus wiki allocates and clear of Prometheus' own 9090-9094.
+    #[arg(long, default_value = ":7071", value_parser = parse_listen)]
     pub listen: SocketAddr,
+    /// Address of the REST API for schedulers (`/health`, `/profiles`, `/colocation`, …).
+    #[arg(long, default_value = ":7070", value_parser = parse_listen)]
+    pub api: SocketAddr,
+    /// JSON file keeping the profiles given by `POST /register` across restarts.
+    #[arg(long, value_name = "FILE", default_value = "poolprof-registry.json")]
+    pub registry: PathBuf,
     /// Time between runs.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub interval: Duration,

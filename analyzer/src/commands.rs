@@ -1,11 +1,15 @@
 //! `run --once` and `serve`: the pipeline wired to its sinks.
 
-use tokio::sync::watch;
+use std::sync::Arc;
+
+use tokio::sync::{watch, Notify};
 
 use crate::cli::{RunArgs, ServeArgs};
 use crate::error::Error;
+use crate::pipeline::store::ReportStore;
 use crate::pipeline::{Analyze, Pipeline, RunReport};
-use crate::sink::metrics::{self, Latest};
+use crate::sink::api::{self, registry::Registry, Api};
+use crate::sink::metrics;
 use crate::sink::pushgateway::Pushgateway;
 use crate::sink::results;
 use crate::source::prometheus::PrometheusClient;
@@ -57,42 +61,54 @@ pub async fn serve<A: Analyze>(args: &ServeArgs, analyses: A) -> Result<(), Erro
     let pipeline = Pipeline::new(client, settings.config, settings.shard, analyses)
         .with_end(settings.end)
         .with_workloads(settings.workloads);
+    let registry = Registry::open(&args.registry).map_err(|e| Error::Usage(e.to_string()))?;
     let listener = metrics::bind(args.listen).await.map_err(Error::Runtime)?;
-    tracing::info!(listen = %args.listen, interval = ?args.interval, "serving results on /metrics");
-    let latest = Latest::default();
+    let api_listener = metrics::bind(args.api).await.map_err(Error::Runtime)?;
+    tracing::info!(listen = %args.listen, api = %args.api, interval = ?args.interval, "serving results on /metrics and the REST API");
+    let latest = ReportStore::default();
+    let run_now = Arc::new(Notify::new());
+    let api = Arc::new(Api {
+        store: latest.clone(),
+        registry,
+        constants: settings.workloads.constants,
+        thresholds: settings.workloads.thresholds,
+        run_now: Arc::clone(&run_now),
+    });
     let (stop_tx, mut stop_rx) = watch::channel(false);
-    let server = {
-        let mut stop = stop_rx.clone();
-        tokio::spawn(metrics::serve(listener, latest.clone(), async move {
-            let _ = stop.wait_for(|s| *s).await;
-        }))
+    let stopped = |mut stop: watch::Receiver<bool>| async move {
+        let _ = stop.wait_for(|s| *s).await;
     };
+    let server = tokio::spawn(metrics::serve(
+        listener,
+        latest.clone(),
+        stopped(stop_rx.clone()),
+    ));
+    let api_server = tokio::spawn(api::serve(api_listener, api, stopped(stop_rx.clone())));
     tokio::spawn(async move {
         shutdown_signal().await;
         let _ = stop_tx.send(true);
     });
-    let mut last_good: Option<RunReport> = None;
     let mut ticker = tokio::time::interval(args.interval);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = ticker.tick() => {}
+            _ = run_now.notified() => tracing::info!("analysis asked for by POST /profile"),
             _ = stop_rx.wait_for(|s| *s) => break,
         }
         match pipeline.run().await {
             Ok(report) => {
                 log_summary(&report);
-                latest.publish(results::render(&report, true).encode());
-                last_good = Some(report);
+                latest.publish(report);
             }
             Err(e) => {
                 tracing::error!(error = %e, "analysis run failed; serving the previous results");
-                let stale = last_good.clone().unwrap_or_default();
-                latest.publish(results::render(&stale, false).encode());
+                latest.mark_failed();
             }
         }
     }
     let _ = server.await;
+    let _ = api_server.await;
     Ok(())
 }
 

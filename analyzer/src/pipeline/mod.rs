@@ -8,6 +8,7 @@ pub mod analyses;
 pub mod profiles;
 pub mod progress;
 pub mod report;
+pub mod store;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -2,7 +2,6 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::{Arc, RwLock};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -12,27 +11,12 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
-/// The text served on `/metrics`, replaced after every run.
-#[derive(Debug, Clone, Default)]
-pub struct Latest(Arc<RwLock<Bytes>>);
+use crate::pipeline::store::ReportStore;
 
-impl Latest {
-    /// Publishes a new exposition.
-    pub fn publish(&self, text: String) {
-        // A poisoned lock only means a reader panicked; the data is still whole.
-        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Bytes::from(text);
-    }
-
-    /// The exposition last published (empty before the first run).
-    pub fn get(&self) -> Bytes {
-        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-/// Serves `latest` on `listener` until `shutdown` resolves.
+/// Serves the store's exposition on `listener` until `shutdown` resolves.
 pub async fn serve(
     listener: TcpListener,
-    latest: Latest,
+    latest: ReportStore,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
     tokio::pin!(shutdown);
@@ -70,12 +54,12 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
         .map_err(|e| format!("cannot listen on {addr}: {e}; pick a free --listen address"))
 }
 
-fn respond(req: &Request<Incoming>, latest: &Latest) -> Response<Full<Bytes>> {
+fn respond(req: &Request<Incoming>, latest: &ReportStore) -> Response<Full<Bytes>> {
     let (status, content_type, body) = match (req.method(), req.uri().path()) {
         (&Method::GET | &Method::HEAD, "/metrics") => (
             StatusCode::OK,
             "text/plain; version=0.0.4; charset=utf-8",
-            latest.get(),
+            latest.get().exposition,
         ),
         (&Method::GET | &Method::HEAD, "/") => (
             StatusCode::OK,

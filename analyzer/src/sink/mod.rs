@@ -1,5 +1,6 @@
 //! Where results go: the Pushgateway (cron) or the analyzer's own `/metrics` (serve).
 
+pub mod api;
 pub mod exposition;
 pub mod metrics;
 pub mod pushgateway;
