@@ -130,7 +130,21 @@ fn bad_flag_values_are_refused_by_the_parser() {
         ],
         vec!["poolprof-analyzer", "serve", "--listen", "nowhere"],
         vec!["poolprof-analyzer", "serve", "--interval", "0s"],
-        vec!["poolprof-analyzer", "serve", "--api", ":7070"],
+        vec!["poolprof-analyzer", "serve", "--api", "nowhere"],
+        vec![
+            "poolprof-analyzer",
+            "run",
+            "--once",
+            "--class-thresholds",
+            "guess",
+        ],
+        vec![
+            "poolprof-analyzer",
+            "run",
+            "--once",
+            "--max-paired-workloads",
+            "1",
+        ],
     ] {
         let err = Cli::try_parse_from(&argv).unwrap_err();
         assert_eq!(err.exit_code(), 2, "{argv:?}");
@@ -138,6 +152,15 @@ fn bad_flag_values_are_refused_by_the_parser() {
     let ok = Cli::try_parse_from(["poolprof-analyzer", "serve", "--listen", ":9091"]).unwrap();
     match ok.command {
         Command::Serve(s) => assert_eq!(s.listen.to_string(), "0.0.0.0:9091"),
+        other => panic!("{other:?}"),
+    }
+    // By default /metrics stays off the Pushgateway's 9091 and the API is on 7070.
+    let defaults = Cli::try_parse_from(["poolprof-analyzer", "serve"]).unwrap();
+    match defaults.command {
+        Command::Serve(s) => {
+            assert_eq!(s.listen.port(), 7071);
+            assert_eq!(s.api.port(), 7070);
+        }
         other => panic!("{other:?}"),
     }
 }
