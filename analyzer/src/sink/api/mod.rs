@@ -95,21 +95,16 @@ pub async fn route(api: &Api, req: Request<Incoming>) -> Reply {
 }
 
 /// A workload id from the path or query, decoded and checked.
-fn id_from(raw: &str) -> Result<String, Reply> {
-    let id = percent_decode(raw).ok_or_else(|| {
-        error(
-            StatusCode::BAD_REQUEST,
-            "the workload id has a broken %-escape or is not UTF-8",
-        )
-    })?;
-    check_id(&id).map_err(|m| error(StatusCode::BAD_REQUEST, m))?;
+fn id_from(raw: &str) -> Result<String, String> {
+    let id = percent_decode(raw).ok_or("the workload id has a broken %-escape or is not UTF-8")?;
+    check_id(&id)?;
     Ok(id)
 }
 
 fn profile(api: &Api, raw: &str) -> Reply {
     let id = match id_from(raw) {
         Ok(id) => id,
-        Err(r) => return r,
+        Err(m) => return error(StatusCode::BAD_REQUEST, m),
     };
     match views::profile(api, &id) {
         Some(view) => json(StatusCode::OK, &view),
@@ -140,7 +135,7 @@ fn colocation(api: &Api, query: &str) -> Reply {
     };
     let (a, b) = match (id_from(&a), id_from(&b)) {
         (Ok(a), Ok(b)) => (a, b),
-        (Err(r), _) | (_, Err(r)) => return r,
+        (Err(m), _) | (_, Err(m)) => return error(StatusCode::BAD_REQUEST, m),
     };
     if a == b {
         return error(
