@@ -282,3 +282,111 @@ fn add_kernels(
     kernels.truncate(MAX_KERNELS);
     p.kernels = kernels;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn series(values: &[f64]) -> Vec<(f64, f64)> {
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (100.0 + i as f64, *v))
+            .collect()
+    }
+
+    /// Two workloads take turns on one GPU (steps 0-3 `a`, 4-5 both, 6-7 `b`, then none); the GPU's
+    /// SM activity is 0.8 under `a`, 1.0 under both and 0.3 under `b`.
+    fn observed() -> Observed {
+        let mut o = Observed {
+            step: 1.0,
+            ..Default::default()
+        };
+        let (a, b) = (
+            [0.9, 0.9, 0.9, 0.9, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0],
+            [0.0, 0.0, 0.0, 0.0, 0.5, 0.5, 0.4, 0.4, 0.0, 0.0],
+        );
+        o.process_sm
+            .insert(labels(&[("uuid", "G"), ("workload", "a")]), series(&a));
+        o.process_sm
+            .insert(labels(&[("uuid", "G"), ("workload", "b")]), series(&b));
+        let sm = [0.8, 0.8, 0.8, 0.8, 1.0, 1.0, 0.3, 0.3, 0.0, 0.0];
+        o.gpu.push((
+            ProfileSignal::SmActive,
+            [(labels(&[("uuid", "G")]), series(&sm))]
+                .into_iter()
+                .collect(),
+        ));
+        o.memory.insert(
+            labels(&[("uuid", "G"), ("workload", "a")]),
+            series(&[4e9, 5e9, 6e9, 5e9, 5e9, 5e9, 5e9, 5e9, 5e9, 5e9]),
+        );
+        // a's kernel counters: 100 launches and 0.5 s a step while it runs, and one
+        // sampled window reported late, at step 7 (b busy: not counted) and step 9 (counted)
+        let launches = [
+            0.0, 100.0, 200.0, 300.0, 400.0, 500.0, 500.0, 600.0, 600.0, 700.0,
+        ];
+        let seconds: Vec<f64> = launches.iter().map(|l| l * 0.005).collect();
+        o.kernel_launches.insert(
+            labels(&[("workload", "a"), ("kernel", "gemm")]),
+            series(&launches),
+        );
+        o.kernel_seconds.insert(
+            labels(&[("workload", "a"), ("kernel", "gemm")]),
+            series(&seconds),
+        );
+        o.gpus.insert(
+            "G".into(),
+            GpuFacts {
+                name: Some("NVIDIA H100 80GB HBM3".into()),
+                memory_bytes: Some(80e9),
+            },
+        );
+        o
+    }
+
+    #[test]
+    fn gpu_signals_count_only_where_the_workload_ran_alone() {
+        let profiles = build(&observed());
+        let a = profiles.iter().find(|p| p.workload == "a").unwrap();
+        let b = profiles.iter().find(|p| p.workload == "b").unwrap();
+        assert_eq!(a.get(ProfileSignal::SmActive), Some(0.8));
+        // b ran alone for 2 steps only, fewer than MIN_STEPS: no GPU-wide signal is its
+        assert_eq!(b.get(ProfileSignal::SmActive), None);
+        let m = a.signals[&ProfileSignal::SmActive];
+        assert_eq!((m.samples, m.window.start, m.window.end), (4, 100.0, 103.0));
+        assert_eq!(a.get(ProfileSignal::MemoryPeakBytes), Some(6e9));
+        assert_eq!(a.gpu_name.as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(b.coverage, Coverage::NvmlOnly);
+    }
+
+    #[test]
+    fn kernel_counters_count_on_quiet_steps_over_the_workloads_own_seconds() {
+        let a = build(&observed())
+            .into_iter()
+            .find(|p| p.workload == "a")
+            .unwrap();
+        assert_eq!(a.coverage, Coverage::Kernels);
+        // increments at steps 1-3 (300) and 9 (100) count; 4-5 (shared) and 7 (b busy) do not;
+        // 4 seconds alone
+        assert!((a.get(ProfileSignal::LaunchRate).unwrap() - 100.0).abs() < 1e-9);
+        assert!((a.get(ProfileSignal::MeanKernelSeconds).unwrap() - 0.005).abs() < 1e-12);
+        assert!((a.get(ProfileSignal::ResidualKernelSeconds).unwrap() - 0.005).abs() < 1e-12);
+        assert_eq!(a.kernels[0].name, "gemm");
+    }
+
+    #[test]
+    fn a_counter_reset_counts_the_new_value() {
+        assert_eq!(
+            increments(&[(0.0, 5.0), (1.0, 7.0), (2.0, 3.0)]),
+            vec![(1000, 2.0), (2000, 3.0)]
+        );
+    }
+}
