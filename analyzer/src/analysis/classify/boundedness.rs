@@ -1,11 +1,11 @@
 //! Compute-bound, memory-bound, mixed, latency-bound or idle, judged against the
 //! device's roofline (DESIGN.md, "Definitions").
 //!
-//! From GPM, which every Hopper GPU gives: achieved FLOP/s is each pipe's activity
-//! times its peak (tensor HMMA at the BF16 tensor peak, IMMA at INT8, DMMA at the FP64
-//! tensor peak, the FP32 and FP64 pipes at theirs), achieved bytes/s is DRAM activity
-//! times the bandwidth; their ratio is the arithmetic intensity, compared with the
-//! ridge point of the precision doing most of the work. Within a factor of
+//! From GPM, which every Hopper GPU gives: the busiest pipe (tensor HMMA at the BF16
+//! tensor peak, IMMA at INT8, DMMA at the FP64 tensor peak, the FP32 and FP64 pipes at
+//! theirs) gives the achieved FLOP/s, its activity times its peak; achieved bytes/s is
+//! DRAM activity times the bandwidth; their ratio is the arithmetic intensity, compared
+//! with that pipe's ridge point. Within a factor of
 //! [`MIXED_BAND`] of the ridge, or with both compute and DRAM at least [`BOTH_BUSY`]
 //! busy while the workload runs, it is mixed; with neither at [`LATENCY_BELOW`], latency-
 //! bound. Per-kernel counters (FLOPs and DRAM bytes), when present, classify each
@@ -19,7 +19,7 @@ use crate::analysis::roofline::{lookup_or_default, GpuSpec, Precision};
 /// Duty cycle under which a workload is idle.
 pub const IDLE_BELOW: f64 = 0.05;
 /// Arithmetic intensity within this factor of the ridge point counts as mixed.
-pub const MIXED_BAND: f64 = 2.0;
+pub const MIXED_BAND: f64 = 1.5;
 /// Fraction of peak, while busy, at which compute and DRAM both count as busy (mixed).
 pub const BOTH_BUSY: f64 = 0.5;
 /// Fraction of peak, while busy, under which neither compute nor DRAM is busy.
@@ -242,11 +242,14 @@ pub fn classify(profile: &WorkloadProfile, t: Thresholds) -> Classification {
         (Precision::Fp32, g(S::PipeFp32) + g(S::PipeFp16)),
         (Precision::Fp64, g(S::PipeFp64)),
     ];
-    let flops: f64 = parts.iter().map(|(p, a)| a * spec.peak(*p)).sum();
-    let dominant = parts
+    // The busiest pipe bounds the compute side: summing FLOPs of pipes with different
+    // peaks and dividing by one of them would overstate how close it is to its roof.
+    let (dominant, activity) = parts
         .iter()
-        .max_by(|a, b| (a.1 * spec.peak(a.0)).total_cmp(&(b.1 * spec.peak(b.0))))
-        .map_or(Precision::Bf16Tensor, |p| p.0);
+        .copied()
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .unwrap_or((Precision::Bf16Tensor, 0.0));
+    let flops = activity * spec.peak(dominant);
     let bytes = g(S::DramActive) * spec.dram_bytes_per_second;
     // Activity while busy: GPM ratios are averages over all the time, idle included.
     let (class, ai, ridge) = judge(spec, dominant, flops / duty, bytes / duty, t);
