@@ -32,12 +32,18 @@ fn main() -> Result<()> {
     let by_name: BTreeMap<&str, _> = profiles.iter().map(|p| (p.workload.as_str(), p)).collect();
     let mut measured = Vec::new();
     for path in &runs {
-        measured.extend(measured::read(path).with_context(|| format!("reading {}", path.display()))?);
+        measured
+            .extend(measured::read(path).with_context(|| format!("reading {}", path.display()))?);
     }
     let mut observations = Vec::new();
     for m in &measured {
         let (Some(pa), Some(pb)) = (by_name.get(m.a.as_str()), by_name.get(m.b.as_str())) else {
-            bail!("no profile for {} or {} in {}", m.a, m.b, profiles_path.display());
+            bail!(
+                "no profile for {} or {} in {}",
+                m.a,
+                m.b,
+                profiles_path.display()
+            );
         };
         let (progress_a, progress_b) = m.mean();
         observations.push(Observation {
@@ -53,29 +59,55 @@ fn main() -> Result<()> {
     let shipped = Constants::default();
     let refit = calibrate::fit(&observations, &shipped);
     let loo = evaluate::leave_one_program_out(&observations, &shipped);
-    println!("# Co-location model against {} measured pairs\n", measured.len());
+    println!(
+        "# Co-location model against {} measured pairs\n",
+        measured.len()
+    );
     println!("Constants as shipped: {shipped:?}\nRefitted on these runs: {refit:?}\n");
     println!("| mode | pairs | shipped ρ | shipped MAE | refit ρ | refit MAE | leave-one-out ρ | leave-one-out MAE | fixed table ρ | fixed table MAE | repeat ρ | repeat MAE |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
     for mode in [Mode::TimeSlicing, Mode::Mps] {
-        let idx: Vec<usize> = (0..observations.len()).filter(|&i| observations[i].mode == mode).collect();
+        let idx: Vec<usize> = (0..observations.len())
+            .filter(|&i| observations[i].mode == mode)
+            .collect();
         if idx.is_empty() {
             continue;
         }
-        let meas: Vec<(f64, f64)> = idx.iter().map(|&i| (observations[i].progress_a, observations[i].progress_b)).collect();
-        let with = |c: &Constants| -> Vec<(f64, f64)> { idx.iter().map(|&i| calibrate::predicted(&observations[i], c)).collect() };
+        let meas: Vec<(f64, f64)> = idx
+            .iter()
+            .map(|&i| (observations[i].progress_a, observations[i].progress_b))
+            .collect();
+        let with = |c: &Constants| -> Vec<(f64, f64)> {
+            idx.iter()
+                .map(|&i| calibrate::predicted(&observations[i], c))
+                .collect()
+        };
         let loo_m: Vec<(f64, f64)> = idx.iter().map(|&i| loo[i]).collect();
         let fixed: Vec<(f64, f64)> = idx
             .iter()
             .map(|&i| {
                 let o = &observations[i];
-                let s = table::score(table::class(by_name[o.a.as_str()]), table::class(by_name[o.b.as_str()]));
+                let s = table::score(
+                    table::class(by_name[o.a.as_str()]),
+                    table::class(by_name[o.b.as_str()]),
+                );
                 (s, s)
             })
             .collect();
         let repeat = repeatability(&measured, mode);
-        let cells = [agreement(&with(&shipped), &meas), agreement(&with(&refit), &meas), agreement(&loo_m, &meas), agreement(&fixed, &meas), repeat];
-        let row: Vec<String> = cells.iter().map(|a: &Agreement| format!("{:.3} | {:.3}", a.rho, a.mae)).collect();
+        let cells = [
+            agreement(&with(&shipped), &meas),
+            agreement(&with(&refit), &meas),
+            agreement(&loo_m, &meas),
+            agreement(&fixed, &meas),
+            repeat,
+        ];
+        let row: Vec<String> = cells
+            .iter()
+            .map(|a: &Agreement| format!("{:.3} | {:.3}", a.rho, a.mae))
+            .collect();
         println!("| {} | {} | {} |", mode.label(), idx.len(), row.join(" | "));
     }
     println!();
@@ -84,7 +116,11 @@ fn main() -> Result<()> {
     let loo_obs: Vec<Observation> = observations
         .iter()
         .zip(&loo)
-        .map(|(o, p)| Observation { progress_a: p.0, progress_b: p.1, ..o.clone() })
+        .map(|(o, p)| Observation {
+            progress_a: p.0,
+            progress_b: p.1,
+            ..o.clone()
+        })
         .collect();
     mode_choice_from(&observations, &loo_obs, "leave-one-out");
     println!("\n## Pairs (measured mean of the repetitions; predicted as shipped)\n");
@@ -93,10 +129,28 @@ fn main() -> Result<()> {
     for (o, l) in observations.iter().zip(&loo) {
         let p = calibrate::predicted(o, &shipped);
         let v = recommend::verdict(&poolprof_analyzer::analysis::colocate::ModePrediction {
-            mode: o.mode, feasible: true, progress_a: p.0, progress_b: p.1, score: (p.0 + p.1) / 2.0,
-            sm_share: None, mig: None, reason: String::new(),
+            mode: o.mode,
+            feasible: true,
+            progress_a: p.0,
+            progress_b: p.1,
+            score: (p.0 + p.1) / 2.0,
+            sm_share: None,
+            mig: None,
+            reason: String::new(),
         });
-        println!("| {} | {} + {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {} |", o.mode.label(), o.a, o.b, o.progress_a, o.progress_b, p.0, p.1, l.0, l.1, v.label());
+        println!(
+            "| {} | {} + {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {} |",
+            o.mode.label(),
+            o.a,
+            o.b,
+            o.progress_a,
+            o.progress_b,
+            p.0,
+            p.1,
+            l.0,
+            l.1,
+            v.label()
+        );
     }
     Ok(())
 }
@@ -116,7 +170,11 @@ fn mode_choice(observations: &[Observation], c: &Constants, name: &str) {
         .iter()
         .map(|o| {
             let p = calibrate::predicted(o, c);
-            Observation { progress_a: p.0, progress_b: p.1, ..o.clone() }
+            Observation {
+                progress_a: p.0,
+                progress_b: p.1,
+                ..o.clone()
+            }
         })
         .collect();
     mode_choice_from(observations, &predicted, name);
@@ -129,14 +187,18 @@ fn mode_choice_from(measured: &[Observation], predicted: &[Observation], name: &
     let by_pair = |v: &[Observation]| {
         let mut m: BTreeMap<(String, String), BTreeMap<Mode, (f64, f64)>> = BTreeMap::new();
         for o in v {
-            m.entry(key(o)).or_default().insert(o.mode, (o.progress_a, o.progress_b));
+            m.entry(key(o))
+                .or_default()
+                .insert(o.mode, (o.progress_a, o.progress_b));
         }
         m
     };
     let (meas, pred) = (by_pair(measured), by_pair(predicted));
     let (mut hits, mut total, mut wrong_good, mut good) = (0, 0, 0, 0);
     for (pair, modes) in &meas {
-        let (Some(&mt), Some(&mm)) = (modes.get(&Mode::TimeSlicing), modes.get(&Mode::Mps)) else { continue };
+        let (Some(&mt), Some(&mm)) = (modes.get(&Mode::TimeSlicing), modes.get(&Mode::Mps)) else {
+            continue;
+        };
         let p = &pred[pair];
         let (pt, pm) = (p[&Mode::TimeSlicing], p[&Mode::Mps]);
         let chosen = evaluate::best_mode(pt, pm);
@@ -147,8 +209,14 @@ fn mode_choice_from(measured: &[Observation], predicted: &[Observation], name: &
         let chosen_pred = if chosen == Mode::Mps { pm } else { pt };
         let chosen_meas = if chosen == Mode::Mps { mm } else { mt };
         let v = recommend::verdict(&poolprof_analyzer::analysis::colocate::ModePrediction {
-            mode: chosen, feasible: true, progress_a: chosen_pred.0, progress_b: chosen_pred.1,
-            score: (chosen_pred.0 + chosen_pred.1) / 2.0, sm_share: None, mig: None, reason: String::new(),
+            mode: chosen,
+            feasible: true,
+            progress_a: chosen_pred.0,
+            progress_b: chosen_pred.1,
+            score: (chosen_pred.0 + chosen_pred.1) / 2.0,
+            sm_share: None,
+            mig: None,
+            reason: String::new(),
         });
         if v == Recommendation::Good {
             good += 1;
@@ -167,7 +235,9 @@ fn parse_args() -> Result<(PathBuf, Vec<PathBuf>)> {
         match a.as_str() {
             "--profiles" => profiles = args.next().map(PathBuf::from),
             "--runs" => runs.extend(args.next().map(PathBuf::from)),
-            other => bail!("unknown argument {other:?}; usage: --profiles FILE --runs FILE [--runs FILE]"),
+            other => bail!(
+                "unknown argument {other:?}; usage: --profiles FILE --runs FILE [--runs FILE]"
+            ),
         }
     }
     match profiles {

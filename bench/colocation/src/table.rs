@@ -25,7 +25,11 @@ pub fn class(p: &WorkloadProfile) -> Class {
     let g = |s| p.get(s).unwrap_or(0.0);
     let flops = g(S::TensorActive) * TENSOR + g(S::PipeFp32) * FP32 + g(S::PipeFp64) * FP64;
     let bytes = g(S::DramActive) * DRAM;
-    let ai = if bytes > 0.0 { flops / bytes } else { f64::INFINITY };
+    let ai = if bytes > 0.0 {
+        flops / bytes
+    } else {
+        f64::INFINITY
+    };
     if ai > 50.0 {
         Class::Compute
     } else if ai < 10.0 {
