@@ -4,32 +4,12 @@
 //! where (file, field, URL) and what to do, and [`Error::exit_code`] maps it onto the
 //! codes DESIGN.md fixes for scripts and cron.
 
+pub use crate::exit_code::ExitCode;
+
 use crate::config::ConfigError;
 use crate::offline::OfflineError;
 use crate::sink::pushgateway::PushError;
 use crate::source::prometheus::SourceError;
-
-/// The process exit codes shared by every poolprof program.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitCode {
-    /// Everything worked (empty results included).
-    Ok = 0,
-    /// A runtime failure not caused by the input or a peer.
-    Runtime = 1,
-    /// Bad usage or input: flags, config, PromQL.
-    Usage = 2,
-    /// A source (Prometheus, VictoriaMetrics) could not be reached.
-    SourceUnreachable = 3,
-    /// A sink (Pushgateway) rejected or did not take the results.
-    SinkRejected = 4,
-}
-
-impl ExitCode {
-    /// The numeric code for `std::process::exit`.
-    pub fn code(self) -> i32 {
-        self as i32
-    }
-}
 
 /// A failure of the analyzer as a whole, with its exit code.
 #[derive(Debug, thiserror::Error)]

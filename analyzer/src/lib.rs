@@ -7,6 +7,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod error;
+pub mod exit_code;
 pub mod offline;
 pub mod pipeline;
 pub mod retry;

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::analysis::forecast::{forecast, ForecastConfig, PeriodChoice};
-use crate::analysis::periodicity::{detect_periods, PeriodConfig, PeriodOutcome};
+use crate::analysis::periodicity::{detect_periods, Period, PeriodConfig, PeriodOutcome};
 use crate::series::Series;
 use crate::source::file::{read_file, FileError};
 
@@ -137,31 +137,16 @@ fn load(input: &Path, step: Option<f64>) -> Result<Vec<Series>, OfflineError> {
 }
 
 #[derive(Serialize)]
-struct PeriodJson {
-    period_seconds: f64,
-    strength: f64,
-    confidence: f64,
-}
-
-#[derive(Serialize)]
 struct PeriodsJson {
     #[serde(skip_serializing_if = "Option::is_none")]
     labels: Option<BTreeMap<String, String>>,
-    periods: Vec<PeriodJson>,
+    periods: Vec<Period>,
     #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<String>,
 }
 
 fn periods_json(outcome: PeriodOutcome, labels: Option<BTreeMap<String, String>>) -> PeriodsJson {
-    let periods = outcome
-        .periods()
-        .iter()
-        .map(|p| PeriodJson {
-            period_seconds: p.period_seconds,
-            strength: p.strength,
-            confidence: p.confidence,
-        })
-        .collect();
+    let periods = outcome.periods().to_vec();
     let reason = match outcome {
         PeriodOutcome::NoPeriod { reason } => Some(reason),
         PeriodOutcome::Periodic(_) => None,

@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use poolprof_analyzer::analysis::periodicity::Period;
 use poolprof_analyzer::config::{AnalysisSettings, Config, Identity, Signal};
-use poolprof_analyzer::pipeline::{Analysis, AnalysisRequest, Analyze, FoundPeriod, Pipeline};
+use poolprof_analyzer::pipeline::{Analysis, AnalysisRequest, Analyze, Pipeline};
 use poolprof_analyzer::retry::RetryPolicy;
 use poolprof_analyzer::series::Series;
 use poolprof_analyzer::shard::Shard;
@@ -27,7 +28,7 @@ impl Analyze for Echo {
         self.calls.fetch_add(1, Ordering::SeqCst);
         let mean = series.values().sum::<f64>() / series.points.len() as f64;
         Analysis {
-            periods: vec![FoundPeriod {
+            periods: vec![Period {
                 period_seconds: mean,
                 strength: request.step_seconds,
                 confidence: 1.0,

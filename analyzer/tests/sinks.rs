@@ -7,12 +7,12 @@ use std::time::Duration;
 
 use poolprof_analyzer::analysis::classify::{self, Thresholds};
 use poolprof_analyzer::analysis::colocate::{self, Constants};
+use poolprof_analyzer::analysis::periodicity::Period;
 use poolprof_analyzer::analysis::profile::{Coverage, ProfileSignal as S, Window, WorkloadProfile};
 use poolprof_analyzer::config::Identity;
 use poolprof_analyzer::error::{Error, ExitCode};
 use poolprof_analyzer::pipeline::{
-    Analysis, FoundPeriod, HorizonForecast, RunHealth, RunReport, SeriesReport, ThresholdEta,
-    WorkloadReport,
+    Analysis, HorizonForecast, RunHealth, RunReport, SeriesReport, ThresholdEta, WorkloadReport,
 };
 use poolprof_analyzer::retry::RetryPolicy;
 use poolprof_analyzer::sink::pushgateway::{PushError, Pushgateway};
@@ -43,12 +43,12 @@ fn workload(name: &str, duty: f64, tensor: f64, dram: f64) -> WorkloadReport {
 fn report() -> RunReport {
     let periodic = Analysis {
         periods: vec![
-            FoundPeriod {
+            Period {
                 period_seconds: 300.0,
                 strength: 0.8,
                 confidence: 0.99,
             },
-            FoundPeriod {
+            Period {
                 period_seconds: 86_400.0,
                 strength: 0.1,
                 confidence: 0.6,

@@ -1,9 +1,7 @@
 //! The real analyses behind the pipeline's [`Analyze`] seam: periodicity, then a
 //! forecast seasoned with the strongest period that fits, then the capacity crossing.
 
-use super::report::{
-    Analysis, AnalysisRequest, Analyze, FoundPeriod, HorizonForecast, ThresholdEta,
-};
+use super::report::{Analysis, AnalysisRequest, Analyze, HorizonForecast, ThresholdEta};
 use crate::analysis::forecast::{self, Forecast, ForecastConfig, PeriodChoice};
 use crate::analysis::periodicity::{self, PeriodConfig, PeriodOutcome};
 use crate::series::Series;
@@ -40,14 +38,7 @@ impl Analyze for Analyses {
             period: season,
         };
         let mut analysis = Analysis {
-            periods: periods
-                .iter()
-                .map(|p| FoundPeriod {
-                    period_seconds: p.period_seconds,
-                    strength: p.strength,
-                    confidence: p.confidence,
-                })
-                .collect(),
+            periods: periods.clone(),
             no_period_reason,
             ..Analysis::default()
         };

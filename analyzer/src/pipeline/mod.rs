@@ -18,8 +18,8 @@ use futures::stream::{self, StreamExt};
 
 pub use analyses::Analyses;
 pub use report::{
-    Analysis, AnalysisRequest, Analyze, FoundPeriod, HorizonForecast, RunHealth, RunReport,
-    SeriesReport, ThresholdEta, WorkloadReport,
+    Analysis, AnalysisRequest, Analyze, HorizonForecast, RunHealth, RunReport, SeriesReport,
+    ThresholdEta, WorkloadReport,
 };
 
 use crate::analysis::classify::{self, Thresholds};

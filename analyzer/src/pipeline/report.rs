@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::analysis::classify::{Classification, TypeVerdict};
 use crate::analysis::colocate::PairPrediction;
+use crate::analysis::periodicity::Period;
 use crate::analysis::profile::WorkloadProfile;
 use crate::config::Identity;
 use crate::series::Series;
@@ -27,17 +28,6 @@ pub struct AnalysisRequest {
 pub trait Analyze: Send + Sync + 'static {
     /// Finds periods, forecasts and the time to the threshold for one series.
     fn analyze(&self, series: &Series, request: &AnalysisRequest) -> Analysis;
-}
-
-/// A detected period.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct FoundPeriod {
-    /// Seconds between repeats.
-    pub period_seconds: f64,
-    /// How much of the variance the period explains, 0–1.
-    pub strength: f64,
-    /// How sure the detector is, 0–1.
-    pub confidence: f64,
 }
 
 /// The forecast at one horizon.
@@ -68,7 +58,7 @@ pub struct ThresholdEta {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Analysis {
     /// Periods, strongest first; empty when the series has none.
-    pub periods: Vec<FoundPeriod>,
+    pub periods: Vec<Period>,
     /// Why there is no period, when there is none.
     pub no_period_reason: Option<String>,
     /// Forecasts per requested horizon; empty when forecasting failed.

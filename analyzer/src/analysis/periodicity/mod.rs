@@ -20,8 +20,9 @@ use acf::HillRule;
 use significance::Whitened;
 use spectrum::Spectra;
 
-/// A period found in a series.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// A period found in a series: what the detector finds, the pipeline reports and the
+/// `periods` command prints.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Period {
     /// Seconds between repeats.
     pub period_seconds: f64,

@@ -7,7 +7,7 @@ pub mod response;
 pub use client::{Auth, ClientOptions, PrometheusClient, RangeResult};
 pub use range::{choose_step, QueryRange};
 
-use crate::error::ExitCode;
+use crate::exit_code::ExitCode;
 
 /// Why the source could not answer a query.
 #[derive(Debug, thiserror::Error)]
