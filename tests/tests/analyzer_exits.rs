@@ -293,6 +293,7 @@ fn serve_exposes_the_latest_results_and_stops_on_sigterm() {
         "--listen",
         &listen,
     ])
+    .args(["--api", &format!("127.0.0.1:{}", free_port())])
     .args(["--interval", "1s", "--end", &END.to_string()]);
     let mut child = ChildGuard::spawn(
         "poolprof-analyzer serve",

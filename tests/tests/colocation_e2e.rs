@@ -8,9 +8,12 @@ use std::process::Command;
 use std::time::Duration;
 
 use poolprof_e2e::bins::workspace_bin;
+use poolprof_e2e::ports::free_port;
+use poolprof_e2e::process::ChildGuard;
 use poolprof_e2e::prometheus::{Prometheus, PrometheusConfig};
 use poolprof_e2e::promtool::backfill_openmetrics;
 use poolprof_e2e::pushgateway::Pushgateway;
+use poolprof_e2e::server::http_client;
 use poolprof_e2e::wait;
 
 /// End of the simulated history (2026-01-01T00:00:00Z).
@@ -48,12 +51,24 @@ fn simulate(dir: &Path) -> std::path::PathBuf {
     out
 }
 
+/// A Prometheus holding the scenario's two hours.
+fn source(dir: &Path) -> Prometheus {
+    let data = dir.join("data");
+    backfill_openmetrics(&simulate(dir), &data);
+    Prometheus::start_on_data_dir(&data, &PrometheusConfig::default())
+}
+
+fn analyzer(args: &[&str]) -> std::process::Output {
+    Command::new(workspace_bin("poolprof-analyzer"))
+        .args(args)
+        .output()
+        .expect("poolprof-analyzer runs")
+}
+
 #[test]
 fn a_known_good_and_a_known_bad_pair_reach_promql() {
     let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("data");
-    backfill_openmetrics(&simulate(dir.path()), &data);
-    let source = Prometheus::start_on_data_dir(&data, &PrometheusConfig::default());
+    let source = source(dir.path());
     let gateway = Pushgateway::start();
     let scraper = Prometheus::start(
         &PrometheusConfig::default().with_pushgateway_job("pushgateway", &gateway.address()),
@@ -142,4 +157,214 @@ fn a_known_good_and_a_known_bad_pair_reach_promql() {
         12.0
     );
     assert_eq!(one("poolprof_analyzer_workloads_profiled"), 4.0);
+}
+
+#[test]
+fn profiles_then_colocate_offline_and_bad_inputs_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = source(dir.path());
+    let out = analyzer(&[
+        "profiles",
+        "--prometheus",
+        &source.url(),
+        "--lookback",
+        "2h",
+        "--end",
+        &END.to_string(),
+    ]);
+    assert!(
+        out.status.success(),
+        "profiles: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let profiles = dir.path().join("profiles.json");
+    std::fs::write(&profiles, &out.stdout).unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed["profiles"].as_array().unwrap().len(), 4);
+
+    let path = profiles.to_str().unwrap();
+    let out = analyzer(&["colocate", "--input", path]);
+    assert!(
+        out.status.success(),
+        "colocate: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pairs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pairs = pairs["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 6);
+    let pair = |a: &str, b: &str| {
+        pairs
+            .iter()
+            .find(|p| p["workload_a"] == a && p["workload_b"] == b)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(pair("chat-a", "chat-b")["recommendation"], "good");
+    let bad = pair("big-train", "etl");
+    assert_eq!(
+        (
+            bad["recommendation"].as_str(),
+            bad["recommended_mode"].as_str()
+        ),
+        (Some("avoid"), None)
+    );
+    assert!(
+        bad["reason"]
+            .as_str()
+            .unwrap()
+            .contains("memory does not fit"),
+        "{bad}"
+    );
+    let one = analyzer(&["colocate", "--input", path, "--workload", "etl"]);
+    let one: serde_json::Value = serde_json::from_slice(&one.stdout).unwrap();
+    assert_eq!(one["pairs"].as_array().unwrap().len(), 3);
+
+    // bad input: exit 2, naming the file and what to do
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let profile = listed["profiles"][0].to_string();
+    let cases = [
+        (
+            vec![
+                "colocate".to_string(),
+                "--input".into(),
+                dir.path().join("missing.json").display().to_string(),
+            ],
+            "cannot read it",
+        ),
+        (
+            vec![
+                "colocate".into(),
+                "--input".into(),
+                write("bad.json", "{ not json"),
+            ],
+            "not JSON",
+        ),
+        (
+            vec![
+                "colocate".into(),
+                "--input".into(),
+                write("twice.json", &format!("[{profile},{profile}]")),
+            ],
+            "appears twice",
+        ),
+        (
+            vec![
+                "colocate".into(),
+                "--input".into(),
+                write("shape.json", r#"{"profiles": 3}"#),
+            ],
+            "poolprof-analyzer profiles",
+        ),
+        (
+            vec![
+                "colocate".into(),
+                "--input".into(),
+                path.into(),
+                "--workload".into(),
+                "ghost".into(),
+            ],
+            "ghost",
+        ),
+        (
+            vec![
+                "colocate".into(),
+                "--input".into(),
+                path.into(),
+                "--constants".into(),
+                write(
+                    "c.json",
+                    r#"{"ts_launch_wait":-1,"ts_sharing":1,"mps_fill_threshold":0.4,"mps_sharing":0.3}"#,
+                ),
+            ],
+            "finite and >= 0",
+        ),
+    ];
+    for (args, says) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = analyzer(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn serve_answers_schedulers_on_the_rest_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = source(dir.path());
+    let (listen, api) = (
+        format!("127.0.0.1:{}", free_port()),
+        format!("127.0.0.1:{}", free_port()),
+    );
+    let registry = dir.path().join("registry.json");
+    let mut cmd = Command::new(workspace_bin("poolprof-analyzer"));
+    cmd.args([
+        "serve",
+        "--prometheus",
+        &source.url(),
+        "--listen",
+        &listen,
+        "--api",
+        &api,
+    ])
+    .args([
+        "--registry",
+        registry.to_str().unwrap(),
+        "--lookback",
+        "2h",
+        "--interval",
+        "1h",
+    ])
+    .args(["--end", &END.to_string()]);
+    let child = ChildGuard::spawn(
+        "poolprof-analyzer serve",
+        cmd,
+        &dir.path().join("serve.log"),
+    );
+    let client = http_client();
+    let get = |path: &str| -> Result<serde_json::Value, String> {
+        let r = client
+            .get(format!("http://{api}{path}"))
+            .send()
+            .map_err(|e| format!("{e}; log:\n{}", child.log_tail()))?;
+        r.json().map_err(|e| e.to_string())
+    };
+    wait::until("the first run", Duration::from_secs(60), || {
+        let h = get("/health")?;
+        if h["status"] == "ok" {
+            Ok(h)
+        } else {
+            Err(format!("{h}"))
+        }
+    });
+    let c = get("/colocation?a=chat-a&b=chat-b").unwrap();
+    assert_eq!(
+        (c["ok"].as_bool(), c["recommendation"].as_str()),
+        (Some(true), Some("good")),
+        "{c}"
+    );
+    let metrics = client
+        .get(format!("http://{listen}/metrics"))
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    assert!(metrics.contains("poolprof_colocation_score{"), "{metrics}");
+    let r = client
+        .post(format!("http://{api}/register"))
+        .header("content-type", "application/json")
+        .body(r#"{"workload_id":"notebook","kernel_type":"compute","arithmetic_intensity":120}"#)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 200);
+    assert!(
+        registry.exists(),
+        "the registration is on disk before the answer"
+    );
+    let c = get("/colocation?a=notebook&b=etl").unwrap();
+    assert_eq!(c["workload_a"]["type"], "compute", "{c}");
 }
