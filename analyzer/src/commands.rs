@@ -9,9 +9,9 @@ use crate::error::Error;
 use crate::pipeline::store::ReportStore;
 use crate::pipeline::{Analyze, Pipeline, RunReport};
 use crate::sink::api::{self, registry::Registry, Api};
-use crate::sink::metrics;
 use crate::sink::pushgateway::Pushgateway;
 use crate::sink::results;
+use crate::sink::{http, metrics};
 use crate::source::prometheus::PrometheusClient;
 
 /// Analyzes once; pushes the results as one group, or prints them without `--push`.
@@ -62,8 +62,8 @@ pub async fn serve<A: Analyze>(args: &ServeArgs, analyses: A) -> Result<(), Erro
         .with_end(settings.end)
         .with_workloads(settings.workloads);
     let registry = Registry::open(&args.registry).map_err(|e| Error::Usage(e.to_string()))?;
-    let listener = metrics::bind(args.listen).await.map_err(Error::Runtime)?;
-    let api_listener = metrics::bind(args.api).await.map_err(Error::Runtime)?;
+    let listener = http::bind(args.listen).await.map_err(Error::Runtime)?;
+    let api_listener = http::bind(args.api).await.map_err(Error::Runtime)?;
     tracing::info!(listen = %args.listen, api = %args.api, interval = ?args.interval, "serving results on /metrics and the REST API");
     let latest = ReportStore::default();
     let run_now = Arc::new(Notify::new());

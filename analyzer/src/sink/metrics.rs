@@ -1,14 +1,10 @@
 //! `serve`'s own `/metrics` endpoint: the latest results, as Prometheus scrapes them.
 
-use std::convert::Infallible;
-use std::net::SocketAddr;
-
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::pipeline::store::ReportStore;
@@ -19,39 +15,11 @@ pub async fn serve(
     latest: ReportStore,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, peer) = tokio::select! {
-            _ = &mut shutdown => return,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    continue;
-                }
-            },
-        };
-        let latest = latest.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let latest = latest.clone();
-                async move { Ok::<_, Infallible>(respond(&req, &latest)) }
-            });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
-            }
-        });
-    }
-}
-
-/// Binds `addr`, naming it in the error.
-pub async fn bind(addr: SocketAddr) -> Result<TcpListener, String> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("cannot listen on {addr}: {e}; pick a free --listen address"))
+    let handler = move |req: Request<Incoming>| {
+        let answer = respond(&req, &latest);
+        async move { answer }
+    };
+    super::http::serve(listener, "metrics", handler, shutdown).await;
 }
 
 fn respond(req: &Request<Incoming>, latest: &ReportStore) -> Response<Full<Bytes>> {

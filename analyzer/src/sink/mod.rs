@@ -2,6 +2,7 @@
 
 pub mod api;
 pub mod exposition;
+pub mod http;
 pub mod metrics;
 pub mod pushgateway;
 pub mod results;

@@ -8,12 +8,10 @@ pub mod registry;
 pub mod reply;
 pub mod views;
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
-use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
@@ -44,32 +42,11 @@ pub async fn serve(
     api: Arc<Api>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
-    tokio::pin!(shutdown);
-    loop {
-        let (stream, peer) = tokio::select! {
-            _ = &mut shutdown => return,
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    tracing::warn!(error = %e, "API accept failed");
-                    continue;
-                }
-            },
-        };
+    let handler = move |req: Request<Incoming>| {
         let api = Arc::clone(&api);
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let api = Arc::clone(&api);
-                async move { Ok::<_, Infallible>(route(&api, req).await) }
-            });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(%peer, error = %e, "API connection ended with an error");
-            }
-        });
-    }
+        async move { route(&api, req).await }
+    };
+    crate::sink::http::serve(listener, "API", handler, shutdown).await;
 }
 
 /// Dispatches one request.
