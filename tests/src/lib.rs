@@ -22,6 +22,7 @@ pub mod api;
 pub mod bins;
 pub mod exporter;
 pub mod exposition;
+pub mod history;
 pub mod ports;
 pub mod process;
 pub mod prometheus;

@@ -12,7 +12,7 @@ use poolprof_e2e::prometheus::{Prometheus, PrometheusConfig};
 use poolprof_e2e::promtool::backfill_openmetrics;
 use poolprof_e2e::pushgateway::Pushgateway;
 use poolprof_e2e::victoria::VictoriaMetrics;
-use poolprof_e2e::{api::ApiClient, wait};
+use poolprof_e2e::{api::ApiClient, history, wait};
 
 /// End of the simulated history (2026-01-01T00:00:00Z): fixed, so runs are reproducible.
 const END: f64 = 1_767_225_600.0;
@@ -22,28 +22,7 @@ const TRAINING_WORKLOAD: &str = "llm-pretrain";
 
 /// Six hours at 15 s of the first three built-in GPUs: training, inference, idle.
 fn simulate_history(dir: &Path) -> PathBuf {
-    let out = dir.join("history.om");
-    let status = Command::new(workspace_bin("poolprof-exporter"))
-        .args([
-            "simulate",
-            "--history",
-            "6h",
-            "--step",
-            "15s",
-            "--simulate",
-            "3",
-        ])
-        .arg("--end")
-        .arg(END.to_string())
-        .arg("--output")
-        .arg(&out)
-        .status()
-        .expect("poolprof-exporter runs");
-    assert!(
-        status.success(),
-        "poolprof-exporter simulate failed: {status}"
-    );
-    out
+    history::simulate(dir, "6h", "15s", END, &["--simulate", "3"])
 }
 
 /// The uuid of GPU `index`, from `poolprof_gpu_info` at the end of the history.

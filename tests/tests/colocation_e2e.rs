@@ -8,6 +8,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use poolprof_e2e::bins::workspace_bin;
+use poolprof_e2e::history;
 use poolprof_e2e::ports::free_port;
 use poolprof_e2e::process::ChildGuard;
 use poolprof_e2e::prometheus::{Prometheus, PrometheusConfig};
@@ -26,35 +27,12 @@ fn scenario() -> String {
     )
 }
 
-fn simulate(dir: &Path) -> std::path::PathBuf {
-    let out = dir.join("history.om");
-    let status = Command::new(workspace_bin("poolprof-exporter"))
-        .args([
-            "simulate",
-            "--history",
-            "2h",
-            "--step",
-            "15s",
-            "--scenario",
-            &scenario(),
-        ])
-        .arg("--end")
-        .arg(END.to_string())
-        .arg("--output")
-        .arg(&out)
-        .status()
-        .expect("poolprof-exporter runs");
-    assert!(
-        status.success(),
-        "poolprof-exporter simulate failed: {status}"
-    );
-    out
-}
-
 /// A Prometheus holding the scenario's two hours.
 fn source(dir: &Path) -> Prometheus {
     let data = dir.join("data");
-    backfill_openmetrics(&simulate(dir), &data);
+    let scenario = scenario();
+    let history = history::simulate(dir, "2h", "15s", END, &["--scenario", &scenario]);
+    backfill_openmetrics(&history, &data);
     Prometheus::start_on_data_dir(&data, &PrometheusConfig::default())
 }
 
