@@ -212,7 +212,7 @@ impl<A: Analyze> Pipeline<A> {
     /// The second stage: profiles from the window, their classes, and every pair's
     /// prediction. A failure here loses only this stage: the per-series results stand.
     async fn run_workloads(&self, range: QueryRange, report: &mut RunReport) {
-        let found = match profiles::fetch(&self.client, range).await {
+        let mut found = match profiles::fetch(&self.client, range).await {
             Ok(found) => found,
             Err(e) => {
                 tracing::warn!(error = %e, "workload profiles could not be built this run; per-series results are unaffected");
@@ -220,6 +220,9 @@ impl<A: Analyze> Pipeline<A> {
                 return;
             }
         };
+        for profile in &mut found {
+            profiles::enrich(profile, &report.series);
+        }
         let settings = self.workloads;
         report.workloads = found
             .into_iter()

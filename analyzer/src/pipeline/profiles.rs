@@ -5,7 +5,9 @@
 use std::collections::HashMap;
 
 use crate::analysis::profile::build::{self, Observed};
-use crate::analysis::profile::{ProfileSignal, WorkloadProfile};
+use crate::analysis::profile::{Measured, ProfileSignal, Window, WorkloadProfile};
+use crate::config::Identity;
+use crate::pipeline::SeriesReport;
 use crate::source::prometheus::{PrometheusClient, QueryRange, SourceError};
 
 /// The GPU-wide signals a profile takes, each with the PromQL that gives one series per GPU.
@@ -112,4 +114,131 @@ pub async fn fetch(
         }
     }
     Ok(build::build(&observed))
+}
+
+/// The per-series signal whose periods a profile carries (the duty cycle).
+pub const PERIOD_SIGNAL: &str = "utilization";
+/// The per-series signal whose forecast bounds a profile's memory.
+pub const MEMORY_SIGNAL: &str = "memory_used";
+
+/// Adds what the per-series stage found for the workload: the periods of its duty
+/// cycle, and the upper bound of its memory forecast.
+pub fn enrich(profile: &mut WorkloadProfile, series: &[SeriesReport]) {
+    let own = |signal: &str| {
+        series.iter().find(|s| {
+            s.identity == Identity::Workload && s.owner == profile.workload && s.signal == signal
+        })
+    };
+    if let Some(s) = own(PERIOD_SIGNAL) {
+        profile.periods = s.analysis.periods.clone();
+    }
+    let Some(s) = own(MEMORY_SIGNAL) else { return };
+    let Some(last) = s.analysis.forecasts.last() else {
+        return;
+    };
+    let upper = s
+        .analysis
+        .forecasts
+        .iter()
+        .map(|f| f.upper)
+        .fold(f64::NEG_INFINITY, f64::max);
+    if upper.is_finite() && upper > 0.0 {
+        let start = profile
+            .signals
+            .get(&ProfileSignal::MemoryBytes)
+            .map_or(0.0, |m| m.window.end);
+        let window = Window {
+            start,
+            end: start + last.horizon.as_secs_f64(),
+        };
+        profile.signals.insert(
+            ProfileSignal::MemoryForecastPeakBytes,
+            Measured {
+                value: upper,
+                window,
+                samples: s.analysis.forecasts.len() as u32,
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::colocate::Demand;
+    use crate::analysis::periodicity::Period;
+    use crate::analysis::profile::Coverage;
+    use crate::pipeline::{Analysis, HorizonForecast};
+    use std::time::Duration;
+
+    fn series(owner: &str, signal: &str, analysis: Analysis) -> SeriesReport {
+        SeriesReport {
+            identity: Identity::Workload,
+            owner: owner.into(),
+            signal: signal.into(),
+            analysis,
+        }
+    }
+
+    #[test]
+    fn a_profile_takes_its_duty_cycle_periods_and_its_memory_forecast() {
+        let w = Window {
+            start: 0.0,
+            end: 3600.0,
+        };
+        let mut p = WorkloadProfile::new("train", Coverage::Kernels).with(
+            ProfileSignal::MemoryBytes,
+            30e9,
+            w,
+        );
+        let period = Period {
+            period_seconds: 300.0,
+            strength: 0.8,
+            confidence: 0.99,
+        };
+        let forecast = |h: u64, upper: f64| HorizonForecast {
+            horizon: Duration::from_secs(h),
+            point: 40e9,
+            lower: 35e9,
+            upper,
+        };
+        let found = [
+            series(
+                "train",
+                "utilization",
+                Analysis {
+                    periods: vec![period],
+                    ..Default::default()
+                },
+            ),
+            series(
+                "train",
+                "memory_used",
+                Analysis {
+                    forecasts: vec![forecast(1800, 45e9), forecast(3600, 60e9)],
+                    ..Default::default()
+                },
+            ),
+            series(
+                "other",
+                "utilization",
+                Analysis {
+                    periods: vec![Period {
+                        period_seconds: 9.0,
+                        ..period
+                    }],
+                    ..Default::default()
+                },
+            ),
+        ];
+        enrich(&mut p, &found);
+        assert_eq!(p.periods, vec![period]);
+        let m = p.signals[&ProfileSignal::MemoryForecastPeakBytes];
+        assert_eq!(
+            (m.value, m.window.start, m.window.end),
+            (60e9, 3600.0, 7200.0)
+        );
+        // the model plans for the forecast peak, not the mean
+        assert_eq!(Demand::of(&p).memory_bytes, 60e9);
+    }
 }

@@ -28,7 +28,7 @@ pub struct Demand {
     pub sm_busy: f64,
     /// Fraction of DRAM bandwidth it uses while its kernels run, 0–1.
     pub dram_busy: f64,
-    /// GPU memory it needs, bytes (the peak when known).
+    /// GPU memory it needs, bytes: the larger of its observed peak and its forecast peak.
     pub memory_bytes: f64,
     /// Whether launch rate and residual come from kernel records (else stand-ins).
     pub kernels_seen: bool,
@@ -49,9 +49,10 @@ impl Demand {
             .or_else(|| get(ProfileSignal::MeanKernelSeconds))
             .filter(|r| *r > 0.0);
         let kernels_seen = launches.is_some() && residual.is_some();
-        let memory = get(ProfileSignal::MemoryPeakBytes)
+        let observed = get(ProfileSignal::MemoryPeakBytes)
             .or_else(|| get(ProfileSignal::MemoryBytes))
             .unwrap_or(0.0);
+        let memory = observed.max(get(ProfileSignal::MemoryForecastPeakBytes).unwrap_or(0.0));
         Demand {
             duty,
             launch_rate: launches.unwrap_or(duty / NVML_ONLY_KERNEL_SECONDS),

@@ -65,8 +65,10 @@ pub enum ProfileSignal {
     PcieBytesPerSecond,
     /// GPU memory the workload holds, bytes (the mean).
     MemoryBytes,
-    /// The most GPU memory the workload held or is forecast to hold, bytes.
+    /// The most GPU memory the workload held, bytes.
     MemoryPeakBytes,
+    /// The upper bound of its memory forecast over the analyzer's horizons, bytes.
+    MemoryForecastPeakBytes,
     /// Kernel seconds per second of wall time (CUPTI; above 1 with concurrent streams).
     KernelBusy,
     /// Kernel launches per second (CUPTI).
@@ -80,7 +82,7 @@ pub enum ProfileSignal {
 
 impl ProfileSignal {
     /// Every signal, in a fixed order.
-    pub const ALL: [ProfileSignal; 20] = [
+    pub const ALL: [ProfileSignal; 21] = [
         ProfileSignal::Busy,
         ProfileSignal::ProcessSm,
         ProfileSignal::SmActive,
@@ -97,6 +99,7 @@ impl ProfileSignal {
         ProfileSignal::PcieBytesPerSecond,
         ProfileSignal::MemoryBytes,
         ProfileSignal::MemoryPeakBytes,
+        ProfileSignal::MemoryForecastPeakBytes,
         ProfileSignal::KernelBusy,
         ProfileSignal::LaunchRate,
         ProfileSignal::MeanKernelSeconds,
@@ -122,6 +125,7 @@ impl ProfileSignal {
             ProfileSignal::PcieBytesPerSecond => "pcie_bytes_per_second",
             ProfileSignal::MemoryBytes => "memory_bytes",
             ProfileSignal::MemoryPeakBytes => "memory_peak_bytes",
+            ProfileSignal::MemoryForecastPeakBytes => "memory_forecast_peak_bytes",
             ProfileSignal::KernelBusy => "kernel_busy",
             ProfileSignal::LaunchRate => "launch_rate",
             ProfileSignal::MeanKernelSeconds => "mean_kernel_seconds",
@@ -181,6 +185,9 @@ pub struct WorkloadProfile {
     pub signals: BTreeMap<ProfileSignal, Measured>,
     /// Kernel time by kernel name, busiest first (empty without the injection library).
     pub kernels: Vec<KernelStat>,
+    /// Periods of its duty cycle (the per-series stage's, strongest first; empty when aperiodic).
+    #[serde(default)]
+    pub periods: Vec<crate::analysis::periodicity::Period>,
 }
 
 impl WorkloadProfile {
@@ -194,6 +201,7 @@ impl WorkloadProfile {
             coverage,
             signals: BTreeMap::new(),
             kernels: Vec::new(),
+            periods: Vec::new(),
         }
     }
 
