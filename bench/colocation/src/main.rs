@@ -4,6 +4,7 @@
 //! cargo run --release -- --profiles profiles.json --runs runs-ts.jsonl --runs runs-mps.jsonl
 //! ```
 //!
+//! `--run1-constants` scores the constants fitted on run 1 instead of the built-in ones.
 //! `profiles.json` is `poolprof-analyzer profiles` output taken while each program ran
 //! alone; each runs file is `bench/workloads/corun.py` output, its mode in the `label`
 //! of its lines (`ts` or `mps`). A program's progress in a pair is its rate there over
@@ -27,7 +28,7 @@ use poolprof_analyzer::workloads_cmd::read_profiles;
 use measured::Measured;
 
 fn main() -> Result<()> {
-    let (profiles_path, runs) = parse_args()?;
+    let (profiles_path, runs, constants) = parse_args()?;
     let profiles = read_profiles(&profiles_path).map_err(|e| anyhow::anyhow!("{e}"))?;
     let by_name: BTreeMap<&str, _> = profiles.iter().map(|p| (p.workload.as_str(), p)).collect();
     let mut measured = Vec::new();
@@ -56,14 +57,16 @@ fn main() -> Result<()> {
             progress_b,
         });
     }
-    let shipped = Constants::default();
+    let shipped = constants.unwrap_or_default();
     let refit = calibrate::fit(&observations, &shipped);
     let loo = evaluate::leave_one_program_out(&observations, &shipped);
     println!(
         "# Co-location model against {} measured pairs\n",
         measured.len()
     );
-    println!("Constants as shipped: {shipped:?}\nRefitted on these runs: {refit:?}\n");
+    println!(
+        "Constants given (\"shipped\" below): {shipped:?}\nRefitted on these runs: {refit:?}\n"
+    );
     println!("| mode | pairs | shipped ρ | shipped MAE | refit ρ | refit MAE | leave-one-out ρ | leave-one-out MAE | fixed table ρ | fixed table MAE | repeat ρ | repeat MAE |");
     println!(
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
@@ -155,6 +158,9 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// Per mode: both sides' summed progress and how many runs were summed.
+type Sums = BTreeMap<Mode, (f64, f64, f64)>;
+
 /// Agreement between the first and the second repetition of each pair.
 fn repeatability(measured: &[Measured], mode: Mode) -> Agreement {
     let (first, second): (Vec<_>, Vec<_>) = measured
@@ -184,14 +190,28 @@ fn mode_choice(observations: &[Observation], c: &Constants, name: &str) {
 /// how many pairs the predictions call "good" although a side measured under 0.5.
 fn mode_choice_from(measured: &[Observation], predicted: &[Observation], name: &str) {
     let key = |o: &Observation| (o.a.clone(), o.b.clone());
+    // A pair measured in several runs counts once, at the mean of its runs.
     let by_pair = |v: &[Observation]| {
-        let mut m: BTreeMap<(String, String), BTreeMap<Mode, (f64, f64)>> = BTreeMap::new();
+        let mut sums: BTreeMap<(String, String), Sums> = BTreeMap::new();
         for o in v {
-            m.entry(key(o))
+            let e = sums
+                .entry(key(o))
                 .or_default()
-                .insert(o.mode, (o.progress_a, o.progress_b));
+                .entry(o.mode)
+                .or_insert((0.0, 0.0, 0.0));
+            *e = (e.0 + o.progress_a, e.1 + o.progress_b, e.2 + 1.0);
         }
-        m
+        sums.into_iter()
+            .map(|(k, modes)| {
+                (
+                    k,
+                    modes
+                        .into_iter()
+                        .map(|(m, (a, b, n))| (m, (a / n, b / n)))
+                        .collect::<BTreeMap<_, _>>(),
+                )
+            })
+            .collect::<BTreeMap<_, _>>()
     };
     let (meas, pred) = (by_pair(measured), by_pair(predicted));
     let (mut hits, mut total, mut wrong_good, mut good) = (0, 0, 0, 0);
@@ -228,20 +248,21 @@ fn mode_choice_from(measured: &[Observation], predicted: &[Observation], name: &
     println!("Mode choice ({name}): the better of time-slicing and MPS picked in {hits} of {total} pairs (a tie within 0.04 of score counts as picked); {good} pairs called good, {wrong_good} of them with a side measured under 0.5.");
 }
 
-fn parse_args() -> Result<(PathBuf, Vec<PathBuf>)> {
+fn parse_args() -> Result<(PathBuf, Vec<PathBuf>, Option<Constants>)> {
     let mut args = std::env::args().skip(1);
-    let (mut profiles, mut runs) = (None, Vec::new());
+    let (mut profiles, mut runs, mut constants) = (None, Vec::new(), None);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--profiles" => profiles = args.next().map(PathBuf::from),
             "--runs" => runs.extend(args.next().map(PathBuf::from)),
+            "--run1-constants" => constants = Some(Constants::RUN1),
             other => bail!(
-                "unknown argument {other:?}; usage: --profiles FILE --runs FILE [--runs FILE]"
+                "unknown argument {other:?}; usage: --profiles FILE --runs FILE [--runs FILE] [--run1-constants]"
             ),
         }
     }
     match profiles {
-        Some(p) if !runs.is_empty() => Ok((p, runs)),
-        _ => bail!("usage: --profiles FILE --runs FILE [--runs FILE]"),
+        Some(p) if !runs.is_empty() => Ok((p, runs, constants)),
+        _ => bail!("usage: --profiles FILE --runs FILE [--runs FILE] [--run1-constants]"),
     }
 }
