@@ -67,7 +67,7 @@ pub async fn run_profiles(args: &ProfilesArgs, out: &mut impl Write) -> Result<(
     });
     let range = QueryRange::ending_at(end, settings.config.analysis.lookback, Some(step));
     let client = PrometheusClient::new(settings.client)?;
-    let mut found = profiles::fetch(&client, range).await?;
+    let mut found = profiles::fetch(&client, range).await?.workloads;
     found.sort_by(|a, b| a.workload.cmp(&b.workload));
     tracing::info!(profiles = found.len(), "profiles built");
     write_json(out, &ProfilesFile { profiles: found })

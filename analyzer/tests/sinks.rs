@@ -107,6 +107,11 @@ fn report() -> RunReport {
             &workload("etl", 0.95, 0.02, 0.85).profile,
             &Constants::default(),
         )],
+        placements: vec![colocate::place(
+            &workload("train", 0.9, 0.7, 0.15).profile,
+            &workload("GPU-2", 0.3, 0.1, 0.2).profile,
+            &Constants::default(),
+        )],
         health: RunHealth {
             series_analyzed: 3,
             series_skipped_no_samples: 1,
@@ -155,6 +160,11 @@ fn results_use_the_design_names_and_pass_promtool() {
             "missing {progress}"
         );
     }
+    let placed = "poolprof_placement_predicted_progress_ratio{mode=\"mps\",uuid=\"GPU-2\",workload=\"train\"}";
+    assert!(
+        text.lines().any(|l| l.starts_with(placed)),
+        "missing {placed}"
+    );
     let recommended: Vec<&str> = text
         .lines()
         .filter(|l| l.starts_with("poolprof_colocation_recommendation{") && l.ends_with(" 1"))

@@ -128,6 +128,34 @@ fn a_known_good_and_a_known_bad_pair_reach_promql() {
         ),
         0.0
     );
+    // each workload against the other GPUs' current load: etl cannot join big-train's
+    // GPU (60 GiB used), chat-a can join chat-b's
+    let gpu = |index: u32| -> String {
+        let rows = source
+            .api()
+            .query_at(&format!("poolprof_gpu_info{{gpu=\"{index}\"}}"), END);
+        rows[0].label("uuid").to_string()
+    };
+    let (train_gpu, chat_b_gpu) = (gpu(0), gpu(3));
+    assert_eq!(
+        one(&format!(
+            r#"poolprof_placement_recommendation{{workload="etl",uuid="{train_gpu}",mode="none",recommendation="avoid"}}"#
+        )),
+        1.0
+    );
+    assert_eq!(
+        one(&format!(
+            r#"poolprof_placement_recommendation{{workload="chat-a",uuid="{chat_b_gpu}",recommendation="good"}}"#
+        )),
+        1.0
+    );
+    assert!(
+        one(&format!(
+            r#"poolprof_placement_resident_progress_ratio{{workload="chat-a",uuid="{chat_b_gpu}",mode="time_slicing"}}"#
+        )) > 0.9
+    );
+    // no workload is placed on its own GPU
+    assert_eq!(one(r#"count(poolprof_placement_score{mode="mps"})"#), 12.0);
     // each pair once, both directions of progress
     assert_eq!(one(r#"count(poolprof_colocation_score{mode="mps"})"#), 6.0);
     assert_eq!(

@@ -220,11 +220,12 @@ impl<A: Analyze> Pipeline<A> {
                 return;
             }
         };
-        for profile in &mut found {
+        for profile in &mut found.workloads {
             profiles::enrich(profile, &report.series);
         }
         let settings = self.workloads;
         report.workloads = found
+            .workloads
             .into_iter()
             .map(|profile| WorkloadReport {
                 class: classify::classify(&profile, settings.thresholds),
@@ -255,6 +256,21 @@ impl<A: Analyze> Pipeline<A> {
             }
         }
         report.pairs = pairs;
+        // Each workload against every GPU it does not run on, within the same budget
+        // of predictions as the pairs.
+        let budget = settings.max_paired * settings.max_paired / 2;
+        report.placements = paired
+            .iter()
+            .flat_map(|w| {
+                found
+                    .gpus
+                    .iter()
+                    .filter(move |g| w.profile.uuid.as_deref() != Some(g.workload.as_str()))
+                    .map(move |g| (w, g))
+            })
+            .take(budget)
+            .map(|(w, g)| colocate::place(&w.profile, g, &settings.constants))
+            .collect();
     }
 
     /// The capacity per owner at the window's end, when the signal has one.

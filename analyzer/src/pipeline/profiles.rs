@@ -74,16 +74,26 @@ pub const KERNEL_SECONDS: &str =
     "sum by (workload, kernel) (poolprof_kernel_duration_seconds_total)";
 /// Kernel launches by workload and kernel name.
 pub const KERNEL_LAUNCHES: &str = "sum by (workload, kernel) (poolprof_kernel_launches_total)";
+/// Each GPU's memory in use, whoever holds it.
+pub const GPU_MEMORY_USED: &str = "max by (uuid) (poolprof_gpu_memory_used_bytes)";
+/// How far back a GPU's current load is averaged.
+pub const RECENT_SECONDS: f64 = 900.0;
 /// Each GPU's product name.
 pub const GPU_INFO: &str = "max by (uuid, name) (poolprof_gpu_info)";
 /// Each GPU's memory.
 pub const GPU_MEMORY: &str = "max by (uuid) (poolprof_gpu_memory_total_bytes)";
 
+/// What the second stage fetched: workloads measured alone, and each GPU's current load.
+#[derive(Debug, Clone, Default)]
+pub struct Fetched {
+    /// One profile per workload seen running alone.
+    pub workloads: Vec<WorkloadProfile>,
+    /// One profile per GPU, named by its uuid: what it carries now.
+    pub gpus: Vec<WorkloadProfile>,
+}
+
 /// Fetches the window's series and builds the profiles.
-pub async fn fetch(
-    client: &PrometheusClient,
-    range: QueryRange,
-) -> Result<Vec<WorkloadProfile>, SourceError> {
+pub async fn fetch(client: &PrometheusClient, range: QueryRange) -> Result<Fetched, SourceError> {
     let matrix = |q: &'static str| async move {
         client
             .query_range(q, range, |_| true)
@@ -101,6 +111,7 @@ pub async fn fetch(
         memory: matrix(MEMORY).await?,
         kernel_seconds: matrix(KERNEL_SECONDS).await?,
         kernel_launches: matrix(KERNEL_LAUNCHES).await?,
+        gpu_memory_used: matrix(GPU_MEMORY_USED).await?,
         gpus: HashMap::new(),
     };
     for (labels, bytes) in client.query(GPU_MEMORY, range.end).await? {
@@ -113,7 +124,10 @@ pub async fn fetch(
             observed.gpus.entry(uuid.clone()).or_default().name = Some(name.clone());
         }
     }
-    Ok(build::build(&observed))
+    Ok(Fetched {
+        workloads: build::build(&observed),
+        gpus: build::gpu_loads(&observed, RECENT_SECONDS),
+    })
 }
 
 /// The per-series signal whose periods a profile carries (the duty cycle).

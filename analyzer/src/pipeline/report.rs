@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::analysis::classify::{Classification, TypeVerdict};
-use crate::analysis::colocate::PairPrediction;
+use crate::analysis::colocate::{PairPrediction, Placement};
 use crate::analysis::periodicity::Period;
 use crate::analysis::profile::WorkloadProfile;
 use crate::config::Identity;
@@ -127,6 +127,8 @@ pub struct RunReport {
     pub workloads: Vec<WorkloadReport>,
     /// Co-location predictions for every pair of those workloads (`workload_a` < `workload_b`).
     pub pairs: Vec<PairPrediction>,
+    /// Each workload against each other GPU's current load (its free capacity).
+    pub placements: Vec<Placement>,
     /// The run's health.
     pub health: RunHealth,
 }

@@ -1,10 +1,11 @@
 //! The workload and co-location families of DESIGN.md ("Analyzer output"): classes,
 //! types and arithmetic intensity per workload; scores, each side's predicted progress,
-//! MPS SM shares and the recommendation per pair.
+//! MPS SM shares and the recommendation per pair; and per workload and GPU, what placing
+//! the workload beside the GPU's current load would cost each.
 
 use super::exposition::{Exposition, Kind};
 use crate::analysis::classify::{Boundedness, WorkloadType};
-use crate::analysis::colocate::{Mode, PairPrediction, Recommendation};
+use crate::analysis::colocate::{Mode, PairPrediction, Placement, Recommendation};
 use crate::pipeline::{RunReport, WorkloadReport};
 
 const CLASS: &str = "poolprof_workload_class";
@@ -15,6 +16,10 @@ const PROGRESS: &str = "poolprof_colocation_predicted_progress_ratio";
 const SM_SHARE: &str = "poolprof_colocation_sm_share_ratio";
 const RECOMMENDATION: &str = "poolprof_colocation_recommendation";
 const PROFILED: &str = "poolprof_analyzer_workloads_profiled";
+const PLACEMENT_SCORE: &str = "poolprof_placement_score";
+const PLACEMENT_PROGRESS: &str = "poolprof_placement_predicted_progress_ratio";
+const PLACEMENT_RESIDENT: &str = "poolprof_placement_resident_progress_ratio";
+const PLACEMENT_RECOMMENDATION: &str = "poolprof_placement_recommendation";
 
 /// Declares the families, so each has HELP and TYPE even when empty.
 pub fn declare(out: &mut Exposition) {
@@ -39,6 +44,10 @@ pub fn declare(out: &mut Exposition) {
         g,
         "Workloads profiled in the last successful run.",
     );
+    out.family(PLACEMENT_SCORE, g, "Predicted mean normalized progress if the workload joined the GPU (uuid) beside what runs there now, per mode, 0-1.");
+    out.family(PLACEMENT_PROGRESS, g, "Predicted throughput of the workload on the GPU (uuid) beside its current load over alone, per mode, 0-1.");
+    out.family(PLACEMENT_RESIDENT, g, "Predicted throughput the GPU's (uuid) current load keeps if the workload joined it, per mode, 0-1.");
+    out.family(PLACEMENT_RECOMMENDATION, g, "1 for the verdict (good, caution, avoid) on the recommended mode of placing the workload on the GPU (uuid).");
 }
 
 /// Adds the samples of `report`'s workloads and pairs.
@@ -49,6 +58,37 @@ pub fn add(out: &mut Exposition, report: &RunReport) {
     }
     for p in &report.pairs {
         add_pair(out, p);
+    }
+    for p in &report.placements {
+        add_placement(out, p);
+    }
+}
+
+fn add_placement(out: &mut Exposition, p: &Placement) {
+    let (w, uuid) = (p.workload.as_str(), p.uuid.as_str());
+    for m in &p.modes {
+        let labels = [("workload", w), ("uuid", uuid), ("mode", m.mode.label())];
+        out.set(PLACEMENT_SCORE, &labels, m.score);
+        out.set(PLACEMENT_PROGRESS, &labels, m.progress_a);
+        out.set(PLACEMENT_RESIDENT, &labels, m.progress_b);
+    }
+    let mode = p.recommended_mode.map_or("none", Mode::label);
+    for r in [
+        Recommendation::Good,
+        Recommendation::Caution,
+        Recommendation::Avoid,
+    ] {
+        let on = if r == p.recommendation { 1.0 } else { 0.0 };
+        out.set(
+            PLACEMENT_RECOMMENDATION,
+            &[
+                ("workload", w),
+                ("uuid", uuid),
+                ("mode", mode),
+                ("recommendation", r.label()),
+            ],
+            on,
+        );
     }
 }
 

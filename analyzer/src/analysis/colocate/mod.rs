@@ -131,11 +131,13 @@ pub mod demand;
 pub mod evaluate;
 pub mod mig;
 pub mod mps;
+pub mod placement;
 pub mod recommend;
 pub mod time_slicing;
 
 pub use constants::Constants;
 pub use demand::Demand;
+pub use placement::{place, Placement};
 
 use crate::analysis::profile::WorkloadProfile;
 

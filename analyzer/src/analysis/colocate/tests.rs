@@ -214,3 +214,21 @@ fn fitting_recovers_constants_that_generated_the_observations() {
         "{fitted:?}"
     );
 }
+
+#[test]
+fn a_placement_keeps_the_workload_on_side_a_whatever_the_names() {
+    // "GPU-…" sorts before "train": the pair comes back swapped, the placement does not
+    let load = profile("GPU-7", 0.95, 0.83, 900.0, 1e-3, 4.0);
+    let p = place(&training(), &load, &Constants::default());
+    let pair = predict(&training(), &load, &Constants::default());
+    assert_eq!((p.workload.as_str(), p.uuid.as_str()), ("train", "GPU-7"));
+    let (m, q) = (
+        p.modes.iter().find(|m| m.mode == Mode::Mps).unwrap(),
+        pair.mode(Mode::Mps).unwrap(),
+    );
+    assert_eq!((m.progress_a, m.progress_b), (q.progress_b, q.progress_a));
+    assert!(
+        m.progress_a < 0.2,
+        "training starves beside a GPU full of long kernels: {m:?}"
+    );
+}

@@ -39,6 +39,8 @@ pub struct Observed {
     pub kernel_seconds: Matrix,
     /// `poolprof_kernel_launches_total` by `workload`, `kernel`.
     pub kernel_launches: Matrix,
+    /// `poolprof_gpu_memory_used_bytes` by `uuid`.
+    pub gpu_memory_used: Matrix,
     /// What is known of each GPU, by `uuid`.
     pub gpus: HashMap<String, GpuFacts>,
 }
@@ -151,6 +153,45 @@ pub fn build(o: &Observed) -> Vec<WorkloadProfile> {
         profiles.push(p);
     }
     profiles
+}
+
+/// What each GPU carries now, as a profile named by its uuid: its GPU-wide signals and
+/// memory used, averaged over the last `recent_seconds` of the window, whoever runs
+/// there. The co-location model reads it as the peer a newcomer would meet.
+pub fn gpu_loads(o: &Observed, recent_seconds: f64) -> Vec<WorkloadProfile> {
+    let mut loads = Vec::new();
+    for (uuid, facts) in &o.gpus {
+        let on_gpu = |l: &Labels| label(l, "uuid") == Some(uuid.as_str());
+        let steps: BTreeSet<i64> = o
+            .gpu_memory_used
+            .iter()
+            .filter(|(l, _)| on_gpu(l))
+            .flat_map(|(_, pts)| pts.iter().map(|(t, _)| key(*t)))
+            .collect();
+        let Some(&last) = steps.last() else { continue };
+        let from = last - (recent_seconds * 1000.0) as i64;
+        let recent: BTreeSet<i64> = steps.range(from..).copied().collect();
+        let mut p = WorkloadProfile::new(uuid.clone(), Coverage::NvmlOnly);
+        p.uuid = Some(uuid.clone());
+        p.gpu_name.clone_from(&facts.name);
+        p.gpu_memory_bytes = facts.memory_bytes;
+        for (signal, matrix) in &o.gpu {
+            if let Some(m) = summarize(matrix, on_gpu, &recent, Summary::Mean) {
+                p.signals.insert(*signal, m);
+            }
+        }
+        for (signal, how) in [
+            (ProfileSignal::MemoryBytes, Summary::Mean),
+            (ProfileSignal::MemoryPeakBytes, Summary::Max),
+        ] {
+            if let Some(m) = summarize(&o.gpu_memory_used, on_gpu, &recent, how) {
+                p.signals.insert(signal, m);
+            }
+        }
+        loads.push(p);
+    }
+    loads.sort_by(|a, b| a.workload.cmp(&b.workload));
+    loads
 }
 
 fn owned(l: &Labels, uuid: &str, workload: &str) -> bool {
@@ -380,6 +421,22 @@ mod tests {
         assert!((a.get(ProfileSignal::MeanKernelSeconds).unwrap() - 0.005).abs() < 1e-12);
         assert!((a.get(ProfileSignal::ResidualKernelSeconds).unwrap() - 0.005).abs() < 1e-12);
         assert_eq!(a.kernels[0].name, "gemm");
+    }
+
+    #[test]
+    fn a_gpu_load_is_its_recent_activity_whoever_runs_there() {
+        let mut o = observed();
+        let used = [1e9, 1e9, 1e9, 1e9, 1e9, 1e9, 2e9, 2e9, 4e9, 4e9];
+        o.gpu_memory_used
+            .insert(labels(&[("uuid", "G")]), series(&used));
+        // the last 3 seconds: steps 6-9 (SM 0.3, 0.3, 0, 0; memory 2, 2, 4, 4 GB)
+        let loads = gpu_loads(&o, 3.0);
+        assert_eq!(loads.len(), 1);
+        let g = &loads[0];
+        assert_eq!((g.workload.as_str(), g.coverage), ("G", Coverage::NvmlOnly));
+        assert!((g.get(ProfileSignal::SmActive).unwrap() - 0.15).abs() < 1e-12);
+        assert_eq!(g.get(ProfileSignal::MemoryBytes), Some(3e9));
+        assert_eq!(g.get(ProfileSignal::MemoryPeakBytes), Some(4e9));
     }
 
     #[test]
