@@ -3,6 +3,7 @@
 
 pub mod classify;
 pub mod colocate;
+pub mod findings;
 pub mod forecast;
 pub mod grid;
 pub mod periodicity;

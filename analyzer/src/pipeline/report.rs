@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::analysis::classify::{Classification, TypeVerdict};
 use crate::analysis::colocate::{PairPrediction, Placement};
-use crate::analysis::periodicity::Period;
+pub use crate::analysis::findings::{Analysis, HorizonForecast, ThresholdEta};
 use crate::analysis::profile::WorkloadProfile;
 use crate::config::Identity;
 use crate::series::Series;
@@ -28,45 +28,6 @@ pub struct AnalysisRequest {
 pub trait Analyze: Send + Sync + 'static {
     /// Finds periods, forecasts and the time to the threshold for one series.
     fn analyze(&self, series: &Series, request: &AnalysisRequest) -> Analysis;
-}
-
-/// The forecast at one horizon.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HorizonForecast {
-    /// How far past the last sample.
-    pub horizon: Duration,
-    /// The point forecast.
-    pub point: f64,
-    /// The lower bound of the 95% prediction interval.
-    pub lower: f64,
-    /// The upper bound of the 95% prediction interval.
-    pub upper: f64,
-}
-
-/// When a capacity signal is forecast to reach its limit, in seconds after the last sample.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ThresholdEta {
-    /// The point forecast's crossing; `None` when it stays below within the horizon.
-    pub point: Option<f64>,
-    /// The earliest plausible crossing (the upper 95% bound's).
-    pub lower: f64,
-    /// The latest plausible crossing (the lower 95% bound's); `None` when it may not happen.
-    pub upper: Option<f64>,
-}
-
-/// What the analyses found for one series.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Analysis {
-    /// Periods, strongest first; empty when the series has none.
-    pub periods: Vec<Period>,
-    /// Why there is no period, when there is none.
-    pub no_period_reason: Option<String>,
-    /// Forecasts per requested horizon; empty when forecasting failed.
-    pub forecasts: Vec<HorizonForecast>,
-    /// Why there is no forecast, when there is none.
-    pub forecast_error: Option<String>,
-    /// The crossing of the threshold within the forecast, when there is one.
-    pub time_to_threshold: Option<ThresholdEta>,
 }
 
 /// One analyzed series with its owner.
