@@ -41,6 +41,8 @@ pub enum Command {
     Profiles(crate::workloads_cmd::ProfilesArgs),
     /// Co-location predictions for every pair of a profiles file, as JSON.
     Colocate(crate::workloads_cmd::ColocateArgs),
+    /// One workload's kernels (class, SMs needed, duration) as JSON or Orion's CSV.
+    Kernels(crate::kernels_cmd::KernelsArgs),
 }
 
 /// `run --once`.

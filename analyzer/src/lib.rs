@@ -8,6 +8,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod exit_code;
+pub mod kernels_cmd;
 pub mod offline;
 pub mod pipeline;
 pub mod retry;

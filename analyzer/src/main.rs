@@ -5,6 +5,7 @@ use clap::Parser;
 use poolprof_analyzer::cli::{Cli, Command};
 use poolprof_analyzer::commands;
 use poolprof_analyzer::error::{Error, ExitCode};
+use poolprof_analyzer::kernels_cmd;
 use poolprof_analyzer::offline;
 use poolprof_analyzer::pipeline::Analyses;
 use poolprof_analyzer::workloads_cmd;
@@ -38,6 +39,9 @@ async fn dispatch(command: Command) -> Result<(), Error> {
         }
         Command::Colocate(args) => {
             workloads_cmd::run_colocate(&args, &mut std::io::stdout().lock())
+        }
+        Command::Kernels(args) => {
+            kernels_cmd::run_kernels(&args, &mut std::io::stdout().lock()).await
         }
     }
 }

@@ -58,7 +58,13 @@ pub struct PairsFile {
 
 /// Fetches the profiles and prints them.
 pub async fn run_profiles(args: &ProfilesArgs, out: &mut impl Write) -> Result<(), Error> {
-    let settings = args.common.settings()?;
+    let found = fetch_profiles(&args.common).await?;
+    write_json(out, &ProfilesFile { profiles: found })
+}
+
+/// Every workload's profile over the window `common` names, sorted by workload.
+pub async fn fetch_profiles(common: &CommonArgs) -> Result<Vec<WorkloadProfile>, Error> {
+    let settings = common.settings()?;
     let step = settings.config.step();
     let end = settings.end.unwrap_or_else(|| {
         std::time::SystemTime::now()
@@ -70,7 +76,7 @@ pub async fn run_profiles(args: &ProfilesArgs, out: &mut impl Write) -> Result<(
     let mut found = profiles::fetch(&client, range).await?.workloads;
     found.sort_by(|a, b| a.workload.cmp(&b.workload));
     tracing::info!(profiles = found.len(), "profiles built");
-    write_json(out, &ProfilesFile { profiles: found })
+    Ok(found)
 }
 
 /// Reads the profiles and prints every pair's prediction.
@@ -176,7 +182,8 @@ fn read_bounded(path: &Path) -> Result<String, Error> {
     std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))
 }
 
-fn write_json(out: &mut impl Write, value: &impl Serialize) -> Result<(), Error> {
+/// Writes `value` as pretty JSON and a newline.
+pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> Result<(), Error> {
     serde_json::to_writer_pretty(&mut *out, value)
         .map_err(|e| Error::Runtime(format!("cannot write the result: {e}")))?;
     writeln!(out).map_err(|e| Error::Runtime(format!("cannot write the result: {e}")))

@@ -29,11 +29,91 @@ fn scenario() -> String {
 
 /// A Prometheus holding the scenario's two hours.
 fn source(dir: &Path) -> Prometheus {
+    source_with(dir, |_| {})
+}
+
+/// A Prometheus holding the scenario's two hours and what `add` appends to them.
+fn source_with(dir: &Path, add: impl FnOnce(&Path)) -> Prometheus {
     let data = dir.join("data");
     let scenario = scenario();
     let history = history::simulate(dir, "2h", "15s", END, &["--scenario", &scenario]);
+    add(&history);
     backfill_openmetrics(&history, &data);
     Prometheus::start_on_data_dir(&data, &PrometheusConfig::default())
+}
+
+/// What the exporter publishes for an injected process of `chat-a` (the injection
+/// library cannot run here; tests/tests/kernels_e2e.rs drives the real exporter with
+/// its protocol): two kernels with their launch shapes over the two hours, in the
+/// exporter's OpenMetrics families, appended to the simulated history.
+fn append_chat_a_kernels(history: &Path) {
+    let text = std::fs::read_to_string(history).unwrap();
+    let body = text
+        .trim_end()
+        .strip_suffix("# EOF")
+        .expect("OpenMetrics ends with # EOF");
+    let mut out = String::from(body.trim_end());
+    let uuid = {
+        let line = text
+            .lines()
+            .find(|l| {
+                l.starts_with("poolprof_process_sm_utilization_ratio") && l.contains("chat-a")
+            })
+            .expect("chat-a in the history");
+        let at = line.find("uuid=\"").unwrap() + 6;
+        line[at..at + line[at..].find('"').unwrap()].to_string()
+    };
+    // (kernel, launches per second, seconds per launch, blocks, threads, registers, shared)
+    let kernels = [
+        (
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
+            100.0,
+            2e-4,
+            66,
+            384,
+            168,
+            200 * 1024,
+        ),
+        (
+            "native::vectorized_elementwise_kernel",
+            300.0,
+            1e-5,
+            4096,
+            128,
+            32,
+            0,
+        ),
+    ];
+    let steps: Vec<f64> = (0..=480)
+        .map(|i| END - 7200.0 + 15.0 * f64::from(i))
+        .collect();
+    let labels = |k: &str| format!(r#"uuid="{uuid}",workload="chat-a",kernel="{k}""#);
+    for (family, kind) in [
+        ("poolprof_kernel_launches", "counter"),
+        ("poolprof_kernel_duration_seconds", "counter"),
+        ("poolprof_kernel_grid_blocks", "gauge"),
+        ("poolprof_kernel_block_threads", "gauge"),
+        ("poolprof_kernel_registers_per_thread", "gauge"),
+        ("poolprof_kernel_shared_memory_per_block_bytes", "gauge"),
+    ] {
+        out.push_str(&format!("\n# TYPE {family} {kind}"));
+        for (k, rate, secs, blocks, threads, regs, shared) in kernels {
+            for (i, t) in steps.iter().enumerate() {
+                let n = rate * 15.0 * i as f64;
+                let (name, v) = match family {
+                    "poolprof_kernel_launches" => (format!("{family}_total"), n),
+                    "poolprof_kernel_duration_seconds" => (format!("{family}_total"), n * secs),
+                    "poolprof_kernel_grid_blocks" => (family.to_string(), f64::from(blocks)),
+                    "poolprof_kernel_block_threads" => (family.to_string(), f64::from(threads)),
+                    "poolprof_kernel_registers_per_thread" => (family.to_string(), f64::from(regs)),
+                    _ => (family.to_string(), f64::from(shared)),
+                };
+                out.push_str(&format!("\n{name}{{{}}} {v} {t}", labels(k)));
+            }
+        }
+    }
+    out.push_str("\n# EOF\n");
+    std::fs::write(history, out).unwrap();
 }
 
 fn analyzer(args: &[&str]) -> std::process::Output {
@@ -292,6 +372,104 @@ fn profiles_then_colocate_offline_and_bad_inputs_exit_2() {
     for (args, says) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = analyzer(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn kernel_tables_for_schedulers_from_prometheus_and_from_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = source_with(dir.path(), append_chat_a_kernels);
+    let window = ["--lookback", "2h", "--end", &END.to_string()];
+    let url = source.url();
+    let prometheus = ["--prometheus", url.as_str()];
+    let kernels = |extra: &[&str]| {
+        let mut args = vec!["kernels"];
+        args.extend_from_slice(extra);
+        analyzer(&args)
+    };
+
+    // Orion's CSV: the gemm holds one 200 KB block per SM, 66 blocks = 66 SMs; the
+    // elementwise grid (4096 blocks, 16 per SM) would take 256 SMs: all 132
+    let out = kernels(
+        &[
+            &["--workload", "chat-a", "--format", "orion"][..],
+            &prometheus,
+            &window,
+        ]
+        .concat(),
+    );
+    let csv = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "Name,Profile,Memory_footprint,SM_usage,Duration",
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n,1,0,66,200000",
+            "native::vectorized_elementwise_kernel,0,0,132,10000",
+        ],
+        "{csv}"
+    );
+
+    // JSON, from a profiles file: the same table with shapes and classes
+    let out = analyzer(&[&["profiles"][..], &prometheus, &window].concat());
+    assert!(out.status.success());
+    let profiles: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let chat_a = profiles["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["workload"] == "chat-a")
+        .unwrap();
+    let fill = chat_a["signals"]["sm_fill"]["value"].as_f64().unwrap();
+    // time-weighted: gemm 0.02 s/s at 0.5, elementwise 0.003 s/s at 1.0
+    assert!((fill - (0.02 * 0.5 + 0.003) / 0.023).abs() < 0.01, "{fill}");
+    let file = dir.path().join("profiles.json");
+    std::fs::write(&file, &out.stdout).unwrap();
+    let path = file.to_str().unwrap();
+    let out = kernels(&["--workload", "chat-a", "--input", path]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(table["sms"], 132);
+    assert_eq!(table["kernels"][0]["grid_blocks"], 66);
+    assert_eq!(table["kernels"][0]["class"], "compute_bound");
+    assert_eq!(table["kernels"][1]["blocks_per_sm"], 16);
+
+    // what cannot be answered exits 2 and says why
+    for (args, says) in [
+        (
+            vec!["--workload", "etl", "--input", path],
+            "no kernel records",
+        ),
+        (vec!["--workload", "ghost", "--input", path], "no profile"),
+        (
+            vec!["--workload", "chat-a", "--format", "csv", "--input", path],
+            "orion",
+        ),
+        (
+            vec![
+                "--workload",
+                "chat-a",
+                "--input",
+                path,
+                "--prometheus",
+                "http://127.0.0.1:1",
+            ],
+            "cannot be used with",
+        ),
+    ] {
+        let out = kernels(&args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");

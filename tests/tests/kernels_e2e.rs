@@ -198,6 +198,17 @@ fn injected_processes_reach_prometheus_bounded() {
         &format!("poolprof_kernel_duration_seconds_total{{{train_sel}}}"),
         1000.0 * 50e-6,
     );
+    // The latest launch's shape, for kernel-level schedulers.
+    expect(
+        &prom,
+        &format!("poolprof_kernel_grid_blocks{{{train_sel}}}"),
+        132.0,
+    );
+    expect(
+        &prom,
+        &format!("poolprof_kernel_block_threads{{{train_sel}}}"),
+        256.0,
+    );
     expect(
         &prom,
         &format!(

@@ -6,6 +6,8 @@ pub mod colocate;
 pub mod findings;
 pub mod forecast;
 pub mod grid;
+pub mod kernel_table;
+pub mod occupancy;
 pub mod periodicity;
 pub mod profile;
 pub mod roofline;

@@ -20,6 +20,53 @@ pub enum Precision {
     Int8Tensor,
 }
 
+/// What one SM holds at once, by compute capability: the limits that decide how many
+/// blocks of a kernel are resident per SM (CUDA C++ Programming Guide, "Technical
+/// Specifications per Compute Capability"; the occupancy calculator's granularities).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmLimits {
+    /// Compute capability, e.g. "9.0".
+    pub compute_capability: &'static str,
+    /// Resident threads per SM.
+    pub max_threads: u32,
+    /// Resident blocks per SM.
+    pub max_blocks: u32,
+    /// 32-bit registers per SM.
+    pub registers: u32,
+    /// Shared memory per SM usable by blocks, bytes.
+    pub shared_memory_bytes: u32,
+    /// Shared memory the system reserves per resident block, bytes.
+    pub reserved_shared_per_block: u32,
+}
+
+/// Hopper (H100, H200): compute capability 9.0, 228 KB shared memory per SM.
+pub const SM_90: SmLimits = SmLimits {
+    compute_capability: "9.0",
+    max_threads: 2048,
+    max_blocks: 32,
+    registers: 65_536,
+    shared_memory_bytes: 228 * 1024,
+    reserved_shared_per_block: 1024,
+};
+/// A100: compute capability 8.0, 164 KB shared memory per SM.
+pub const SM_80: SmLimits = SmLimits {
+    compute_capability: "8.0",
+    max_threads: 2048,
+    max_blocks: 32,
+    registers: 65_536,
+    shared_memory_bytes: 164 * 1024,
+    reserved_shared_per_block: 1024,
+};
+/// Ada (L4, L40S): compute capability 8.9, 1536 threads and 100 KB per SM.
+pub const SM_89: SmLimits = SmLimits {
+    compute_capability: "8.9",
+    max_threads: 1536,
+    max_blocks: 24,
+    registers: 65_536,
+    shared_memory_bytes: 100 * 1024,
+    reserved_shared_per_block: 1024,
+};
+
 /// One GPU model's roofline.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GpuSpec {
@@ -27,6 +74,8 @@ pub struct GpuSpec {
     pub nvml_names: &'static [&'static str],
     /// Streaming multiprocessors.
     pub sms: u32,
+    /// What each SM holds at once.
+    pub sm: SmLimits,
     /// Memory, bytes.
     pub memory_bytes: f64,
     /// DRAM bandwidth, bytes per second.
@@ -45,6 +94,7 @@ pub const KNOWN: [GpuSpec; 9] = [
     GpuSpec {
         nvml_names: &["h100 80gb hbm3", "h100 sxm"],
         sms: 132,
+        sm: SM_90,
         memory_bytes: 80.0 * GB,
         dram_bytes_per_second: 3350.0 * GB,
         peaks: [34.0 * T, 67.0 * T, 67.0 * T, 989.5 * T, 1979.0 * T],
@@ -53,6 +103,7 @@ pub const KNOWN: [GpuSpec; 9] = [
     GpuSpec {
         nvml_names: &["h100 pcie"],
         sms: 114,
+        sm: SM_90,
         memory_bytes: 80.0 * GB,
         dram_bytes_per_second: 2000.0 * GB,
         peaks: [25.6 * T, 51.2 * T, 51.2 * T, 756.5 * T, 1513.0 * T],
@@ -61,6 +112,7 @@ pub const KNOWN: [GpuSpec; 9] = [
     GpuSpec {
         nvml_names: &["h100 nvl"],
         sms: 132,
+        sm: SM_90,
         memory_bytes: 94.0 * GB,
         dram_bytes_per_second: 3900.0 * GB,
         peaks: [30.0 * T, 60.0 * T, 60.0 * T, 835.5 * T, 1670.5 * T],
@@ -69,6 +121,7 @@ pub const KNOWN: [GpuSpec; 9] = [
     GpuSpec {
         nvml_names: &["h200"],
         sms: 132,
+        sm: SM_90,
         memory_bytes: 141.0 * GB,
         dram_bytes_per_second: 4800.0 * GB,
         peaks: [34.0 * T, 67.0 * T, 67.0 * T, 989.5 * T, 1979.0 * T],
@@ -77,6 +130,7 @@ pub const KNOWN: [GpuSpec; 9] = [
     GpuSpec {
         nvml_names: &["a100-sxm4-80gb", "a100 80gb sxm"],
         sms: 108,
+        sm: SM_80,
         memory_bytes: 80.0 * GB,
         dram_bytes_per_second: 2039.0 * GB,
         peaks: [9.7 * T, 19.5 * T, 19.5 * T, 312.0 * T, 624.0 * T],
@@ -85,6 +139,7 @@ pub const KNOWN: [GpuSpec; 9] = [
     GpuSpec {
         nvml_names: &["a100-sxm4-40gb"],
         sms: 108,
+        sm: SM_80,
         memory_bytes: 40.0 * GB,
         dram_bytes_per_second: 1555.0 * GB,
         peaks: [9.7 * T, 19.5 * T, 19.5 * T, 312.0 * T, 624.0 * T],
@@ -93,6 +148,7 @@ pub const KNOWN: [GpuSpec; 9] = [
     GpuSpec {
         nvml_names: &["a100 80gb pcie", "a100-pcie-80gb"],
         sms: 108,
+        sm: SM_80,
         memory_bytes: 80.0 * GB,
         dram_bytes_per_second: 1935.0 * GB,
         peaks: [9.7 * T, 19.5 * T, 19.5 * T, 312.0 * T, 624.0 * T],
@@ -101,6 +157,7 @@ pub const KNOWN: [GpuSpec; 9] = [
     GpuSpec {
         nvml_names: &["a100-pcie-40gb", "a100 pcie"],
         sms: 108,
+        sm: SM_80,
         memory_bytes: 40.0 * GB,
         dram_bytes_per_second: 1555.0 * GB,
         peaks: [9.7 * T, 19.5 * T, 19.5 * T, 312.0 * T, 624.0 * T],
@@ -109,6 +166,7 @@ pub const KNOWN: [GpuSpec; 9] = [
     GpuSpec {
         nvml_names: &["l40s"],
         sms: 142,
+        sm: SM_89,
         memory_bytes: 48.0 * GB,
         dram_bytes_per_second: 864.0 * GB,
         peaks: [1.41 * T, 1.41 * T, 91.6 * T, 362.05 * T, 733.0 * T],
@@ -120,6 +178,7 @@ pub const KNOWN: [GpuSpec; 9] = [
 pub const L4: GpuSpec = GpuSpec {
     nvml_names: &["l4"],
     sms: 58,
+    sm: SM_89,
     memory_bytes: 24.0 * GB,
     dram_bytes_per_second: 300.0 * GB,
     peaks: [0.47 * T, 0.47 * T, 30.3 * T, 121.0 * T, 242.5 * T],
@@ -187,6 +246,16 @@ mod tests {
         assert_eq!(sms("NVIDIA L4"), Some((58, 24.0)));
         assert_eq!(sms("NVIDIA L40S"), Some((142, 48.0)));
         assert_eq!(sms("NVIDIA GeForce RTX 4090"), None);
+    }
+
+    #[test]
+    fn each_gpu_has_its_architectures_sm_limits() {
+        let cc = |n: &str| lookup(n).unwrap().sm.compute_capability;
+        assert_eq!(cc("NVIDIA H100 80GB HBM3"), "9.0");
+        assert_eq!(cc("NVIDIA H200"), "9.0");
+        assert_eq!(cc("NVIDIA A100-SXM4-40GB"), "8.0");
+        assert_eq!(cc("NVIDIA L40S"), "8.9");
+        assert_eq!(cc("NVIDIA L4"), "8.9");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::collections::HashMap;
 
+use crate::analysis::occupancy::KernelShape;
 use crate::analysis::profile::build::{self, Observed};
 use crate::analysis::profile::{Measured, ProfileSignal, Window, WorkloadProfile};
 use crate::config::Identity;
@@ -74,6 +75,14 @@ pub const KERNEL_SECONDS: &str =
     "sum by (workload, kernel) (poolprof_kernel_duration_seconds_total)";
 /// Kernel launches by workload and kernel name.
 pub const KERNEL_LAUNCHES: &str = "sum by (workload, kernel) (poolprof_kernel_launches_total)";
+/// Each kernel's latest launch shape: grid blocks, threads per block, registers per
+/// thread, shared memory per block (the exporter's gauges, in that order).
+pub const KERNEL_SHAPE: [&str; 4] = [
+    "poolprof_kernel_grid_blocks",
+    "poolprof_kernel_block_threads",
+    "poolprof_kernel_registers_per_thread",
+    "poolprof_kernel_shared_memory_per_block_bytes",
+];
 /// Each GPU's memory in use, whoever holds it.
 pub const GPU_MEMORY_USED: &str = "max by (uuid) (poolprof_gpu_memory_used_bytes)";
 /// How far back a GPU's current load is averaged.
@@ -112,6 +121,7 @@ pub async fn fetch(client: &PrometheusClient, range: QueryRange) -> Result<Fetch
         kernel_seconds: matrix(KERNEL_SECONDS).await?,
         kernel_launches: matrix(KERNEL_LAUNCHES).await?,
         gpu_memory_used: matrix(GPU_MEMORY_USED).await?,
+        kernel_shapes: kernel_shapes(client, range).await?,
         gpus: HashMap::new(),
     };
     for (labels, bytes) in client.query(GPU_MEMORY, range.end).await? {
@@ -128,6 +138,40 @@ pub async fn fetch(client: &PrometheusClient, range: QueryRange) -> Result<Fetch
         workloads: build::build(&observed),
         gpus: build::gpu_loads(&observed, RECENT_SECONDS),
     })
+}
+
+/// The latest shape of each kernel seen in the window, by (workload, kernel).
+async fn kernel_shapes(
+    client: &PrometheusClient,
+    range: QueryRange,
+) -> Result<HashMap<(String, String), KernelShape>, SourceError> {
+    let window = format!(
+        "{}s",
+        (range.end - range.start).max(range.step).ceil() as u64
+    );
+    let mut fields: HashMap<(String, String), [f64; 4]> = HashMap::new();
+    for (i, family) in KERNEL_SHAPE.iter().enumerate() {
+        let q = format!("max by (workload, kernel) (last_over_time({family}[{window}]))");
+        for (labels, v) in client.query(&q, range.end).await? {
+            if let (Some(w), Some(k)) = (labels.get("workload"), labels.get("kernel")) {
+                fields.entry((w.clone(), k.clone())).or_default()[i] = v;
+            }
+        }
+    }
+    // Gauges are whole numbers the exporter wrote; anything else is not a shape.
+    let whole = |v: f64, max: f64| (v.is_finite() && v >= 0.0 && v <= max).then_some(v);
+    Ok(fields
+        .into_iter()
+        .filter_map(|(key, [blocks, threads, regs, shared])| {
+            let shape = KernelShape {
+                grid_blocks: whole(blocks, 2f64.powi(63))? as u64,
+                block_threads: whole(threads, 1024.0)? as u32,
+                registers_per_thread: whole(regs, 65_535.0)? as u32,
+                shared_bytes_per_block: whole(shared, f64::from(u32::MAX))? as u32,
+            };
+            (shape.grid_blocks > 0).then_some((key, shape))
+        })
+        .collect())
 }
 
 /// The per-series signal whose periods a profile carries (the duty cycle).

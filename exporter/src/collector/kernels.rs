@@ -4,6 +4,9 @@
 //! Metrics: `poolprof_kernel_launches_total` and
 //! `poolprof_kernel_duration_seconds_total` (`uuid`, `workload`, `kernel`: the top-K
 //! names per workload and GPU, the rest as `kernel="other"`),
+//! the latest launch's shape per named kernel (`poolprof_kernel_grid_blocks`,
+//! `poolprof_kernel_block_threads`, `poolprof_kernel_registers_per_thread`,
+//! `poolprof_kernel_shared_memory_per_block_bytes`),
 //! `poolprof_memcpy_bytes_total{uuid,workload,direction}`,
 //! `poolprof_memset_bytes_total{uuid,workload}`,
 //! `poolprof_inject_dropped_records_total{workload}`,
@@ -44,6 +47,10 @@ impl Collector for KernelCollector {
 pub const KERNEL_METRICS: &[&str] = &[
     "poolprof_kernel_launches_total",
     "poolprof_kernel_duration_seconds_total",
+    "poolprof_kernel_grid_blocks",
+    "poolprof_kernel_block_threads",
+    "poolprof_kernel_registers_per_thread",
+    "poolprof_kernel_shared_memory_per_block_bytes",
     "poolprof_memcpy_bytes_total",
     "poolprof_memset_bytes_total",
     "poolprof_inject_dropped_records_total",
@@ -70,7 +77,11 @@ mod tests {
         let kernel = |name: &str| KernelDelta {
             name: name.into(),
             stats: KernelStats::one(1000),
-            geometry: Geometry::default(),
+            geometry: Geometry {
+                grid: [4, 1, 1],
+                block: [128, 1, 1],
+                ..Geometry::default()
+            },
         };
         store.apply(
             conn,

@@ -12,7 +12,7 @@
 
 use super::demangle::{short_name, OTHER};
 use crate::registry::MetricSet;
-use poolprof_inject::wire::{Delta, MemcpyBytes, FULL_DUTY_PPM};
+use poolprof_inject::wire::{Delta, Geometry, MemcpyBytes, FULL_DUTY_PPM};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -77,7 +77,23 @@ impl Totals {
 #[derive(Debug)]
 struct Named {
     totals: Totals,
+    /// The latest launch's geometry; all zero until a launch reported one.
+    geometry: Geometry,
     last_update: Instant,
+}
+
+impl Named {
+    /// Keeps `g` unless it is empty (a report from a library that did not read it).
+    fn set_geometry(&mut self, g: &Geometry) {
+        if blocks(g) > 0 {
+            self.geometry = *g;
+        }
+    }
+}
+
+/// Thread blocks in a grid.
+fn blocks(g: &Geometry) -> u64 {
+    g.grid.iter().map(|&d| u64::from(d)).product()
 }
 
 #[derive(Debug, Default)]
@@ -214,19 +230,19 @@ impl KernelStore {
                 let name = cached_short_name(&mut inner.names, &k.name, limits.max_name_len);
                 if let Some(named) = group.kernels.get_mut(&name) {
                     named.totals.add(k.stats.launches, k.stats.total_ns, scale);
+                    named.set_geometry(&k.geometry);
                     named.last_update = now;
                 } else if group.kernels.len() < limits.top_k
                     && inner.named_series < limits.max_series
                 {
-                    let mut totals = Totals::default();
-                    totals.add(k.stats.launches, k.stats.total_ns, scale);
-                    group.kernels.insert(
-                        name,
-                        Named {
-                            totals,
-                            last_update: now,
-                        },
-                    );
+                    let mut named = Named {
+                        totals: Totals::default(),
+                        geometry: Geometry::default(),
+                        last_update: now,
+                    };
+                    named.totals.add(k.stats.launches, k.stats.total_ns, scale);
+                    named.set_geometry(&k.geometry);
+                    group.kernels.insert(name, named);
                     inner.named_series += 1;
                 } else {
                     group.other.add(k.stats.launches, k.stats.total_ns, scale);
@@ -271,6 +287,7 @@ impl KernelStore {
         for ((uuid, workload), group) in &inner.groups {
             for (name, named) in &group.kernels {
                 write_kernel(out, uuid, workload, name, &named.totals);
+                write_geometry(out, uuid, workload, name, &named.geometry);
             }
             if group.other.launches > 0.0 {
                 write_kernel(out, uuid, workload, OTHER, &group.other);
@@ -361,6 +378,41 @@ fn write_kernel(out: &mut MetricSet, uuid: &str, workload: &str, kernel: &str, t
     );
 }
 
+/// The latest launch's shape: what a kernel-level scheduler needs to tell how many SMs
+/// one launch can hold (with the GPU's per-SM limits). Nothing before a launch reported it.
+fn write_geometry(out: &mut MetricSet, uuid: &str, workload: &str, kernel: &str, g: &Geometry) {
+    let grid_blocks = blocks(g);
+    if grid_blocks == 0 {
+        return;
+    }
+    let labels = [("uuid", uuid), ("workload", workload), ("kernel", kernel)];
+    let threads: u64 = g.block.iter().map(|&d| u64::from(d)).product();
+    out.gauge(
+        "poolprof_kernel_grid_blocks",
+        "Thread blocks in the grid of the kernel's latest launch.",
+        &labels,
+        grid_blocks as f64,
+    );
+    out.gauge(
+        "poolprof_kernel_block_threads",
+        "Threads per block of the kernel's latest launch.",
+        &labels,
+        threads as f64,
+    );
+    out.gauge(
+        "poolprof_kernel_registers_per_thread",
+        "Registers per thread of the kernel's latest launch.",
+        &labels,
+        f64::from(g.registers),
+    );
+    out.gauge(
+        "poolprof_kernel_shared_memory_per_block_bytes",
+        "Shared memory per block (static plus dynamic) of the kernel's latest launch, bytes.",
+        &labels,
+        (u64::from(g.static_shared_bytes) + u64::from(g.dynamic_shared_bytes)) as f64,
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,6 +457,63 @@ mod tests {
         let mut set = MetricSet::new();
         store.write_metrics(&mut set);
         set
+    }
+
+    #[test]
+    fn the_latest_launch_shape_is_published_per_named_kernel() {
+        let store = KernelStore::new(KernelLimits::default());
+        let conn = store.connect("train");
+        let shaped = |grid: [u32; 3], block: [u32; 3]| {
+            let mut k = kernel("gemm", 1, 1_000);
+            k.geometry = Geometry {
+                grid,
+                block,
+                registers: 96,
+                static_shared_bytes: 1024,
+                dynamic_shared_bytes: 65_536,
+            };
+            k
+        };
+        store.apply(conn, &delta(FULL_DUTY_PPM, vec![kernel("fill", 1, 10)]));
+        store.apply(
+            conn,
+            &delta(FULL_DUTY_PPM, vec![shaped([8, 4, 2], [32, 4, 1])]),
+        );
+        let set = metrics(&store);
+        let gemm = [("kernel", "gemm")];
+        assert_eq!(
+            value(&set, "poolprof_kernel_grid_blocks", &gemm),
+            Some(64.0)
+        );
+        assert_eq!(
+            value(&set, "poolprof_kernel_block_threads", &gemm),
+            Some(128.0)
+        );
+        assert_eq!(
+            value(&set, "poolprof_kernel_registers_per_thread", &gemm),
+            Some(96.0)
+        );
+        assert_eq!(
+            value(&set, "poolprof_kernel_shared_memory_per_block_bytes", &gemm),
+            Some(66_560.0)
+        );
+        // a kernel no report gave a shape has none (not a zero that reads as "no blocks")
+        let fill = [("kernel", "fill")];
+        assert_eq!(value(&set, "poolprof_kernel_grid_blocks", &fill), None);
+        // an empty shape later does not erase the known one; a new one replaces it
+        store.apply(conn, &delta(FULL_DUTY_PPM, vec![kernel("gemm", 1, 1_000)]));
+        assert_eq!(
+            value(&metrics(&store), "poolprof_kernel_grid_blocks", &gemm),
+            Some(64.0)
+        );
+        store.apply(
+            conn,
+            &delta(FULL_DUTY_PPM, vec![shaped([132, 1, 1], [256, 1, 1])]),
+        );
+        assert_eq!(
+            value(&metrics(&store), "poolprof_kernel_grid_blocks", &gemm),
+            Some(132.0)
+        );
     }
 
     #[test]

@@ -145,6 +145,7 @@ mod tests {
                 name: n.to_string(),
                 launches_per_second: 100.0,
                 busy: 0.1,
+                shape: None,
             })
             .collect();
         p

@@ -11,6 +11,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{Coverage, KernelStat, Measured, ProfileSignal, Window, WorkloadProfile};
+use crate::analysis::classify::class_by_name;
+use crate::analysis::occupancy::KernelShape;
+use crate::analysis::roofline::lookup_or_default;
 
 /// Label sets as the Prometheus client returns them.
 pub type Labels = BTreeMap<String, String>;
@@ -41,6 +44,8 @@ pub struct Observed {
     pub kernel_launches: Matrix,
     /// `poolprof_gpu_memory_used_bytes` by `uuid`.
     pub gpu_memory_used: Matrix,
+    /// Each kernel's latest launch shape, by (`workload`, `kernel`).
+    pub kernel_shapes: HashMap<(String, String), KernelShape>,
     /// What is known of each GPU, by `uuid`.
     pub gpus: HashMap<String, GpuFacts>,
 }
@@ -317,11 +322,46 @@ fn add_kernels(
             name: name.clone(),
             launches_per_second: launches.get(name).copied().unwrap_or(0.0) / wall,
             busy: s / wall,
+            shape: o
+                .kernel_shapes
+                .get(&(workload.clone(), name.clone()))
+                .copied(),
         })
         .collect();
     kernels.sort_by(|a, b| b.busy.total_cmp(&a.busy));
     kernels.truncate(MAX_KERNELS);
     p.kernels = kernels;
+    p.kernel_time_by_class = time_by_class(&p.kernels);
+    if let Some(fill) = sm_fill(&p.kernels, p.gpu_name.as_deref()) {
+        put(p, ProfileSignal::SmFill, fill);
+    }
+}
+
+/// Shares of kernel time by the class each kernel's name suggests.
+fn time_by_class(kernels: &[KernelStat]) -> BTreeMap<String, f64> {
+    let total: f64 = kernels.iter().map(|k| k.busy).sum();
+    let mut out = BTreeMap::new();
+    if total <= 0.0 {
+        return out;
+    }
+    for k in kernels {
+        let class = class_by_name(&k.name).map_or("unknown", |c| c.label());
+        *out.entry(class.to_string()).or_default() += k.busy / total;
+    }
+    out
+}
+
+/// Kernel time-weighted SM fill over the kernels whose shape is known.
+fn sm_fill(kernels: &[KernelStat], gpu_name: Option<&str>) -> Option<f64> {
+    let (spec, _) = lookup_or_default(gpu_name);
+    let (mut weighted, mut time) = (0.0, 0.0);
+    for k in kernels {
+        if let Some(shape) = &k.shape {
+            weighted += k.busy * shape.sm_fill(spec);
+            time += k.busy;
+        }
+    }
+    (time > 0.0).then(|| weighted / time)
 }
 
 #[cfg(test)]
@@ -421,6 +461,47 @@ mod tests {
         assert!((a.get(ProfileSignal::MeanKernelSeconds).unwrap() - 0.005).abs() < 1e-12);
         assert!((a.get(ProfileSignal::ResidualKernelSeconds).unwrap() - 0.005).abs() < 1e-12);
         assert_eq!(a.kernels[0].name, "gemm");
+    }
+
+    #[test]
+    fn launch_shapes_give_the_sm_fill_and_names_the_time_by_class() {
+        let mut o = observed();
+        // a second kernel of a, an elementwise one, a quarter of gemm's time
+        let launches = [
+            0.0, 100.0, 200.0, 300.0, 400.0, 500.0, 500.0, 600.0, 600.0, 700.0,
+        ];
+        let seconds: Vec<f64> = launches.iter().map(|l| l * 0.00125).collect();
+        let ew = labels(&[("workload", "a"), ("kernel", "native::elementwise_kernel")]);
+        o.kernel_launches.insert(ew.clone(), series(&launches));
+        o.kernel_seconds.insert(ew, series(&seconds));
+        // gemm: one 200 KB block per SM, 66 blocks = half the H100's SMs; the
+        // elementwise kernel: a huge grid that fills all of them
+        let shape = |grid_blocks, block_threads, shared_bytes_per_block| KernelShape {
+            grid_blocks,
+            block_threads,
+            registers_per_thread: 128,
+            shared_bytes_per_block,
+        };
+        o.kernel_shapes
+            .insert(("a".into(), "gemm".into()), shape(66, 256, 200 * 1024));
+        o.kernel_shapes.insert(
+            ("a".into(), "native::elementwise_kernel".into()),
+            shape(100_000, 128, 0),
+        );
+        let a = build(&o).into_iter().find(|p| p.workload == "a").unwrap();
+        assert_eq!(a.kernels[0].shape.unwrap().grid_blocks, 66);
+        // time-weighted: gemm 4/5 of the kernel time at 0.5, elementwise 1/5 at 1.0
+        let fill = a.get(ProfileSignal::SmFill).unwrap();
+        assert!((fill - (0.8 * 0.5 + 0.2 * 1.0)).abs() < 1e-9, "{fill}");
+        let share = |c: &str| a.kernel_time_by_class.get(c).copied().unwrap_or(0.0);
+        assert!((share("compute_bound") - 0.8).abs() < 1e-9);
+        assert!((share("memory_bound") - 0.2).abs() < 1e-9);
+        // without shapes there is no SM fill
+        let plain = build(&observed())
+            .into_iter()
+            .find(|p| p.workload == "a")
+            .unwrap();
+        assert_eq!(plain.get(ProfileSignal::SmFill), None);
     }
 
     #[test]

@@ -11,6 +11,8 @@ pub mod build;
 
 use serde::{Deserialize, Serialize};
 
+use crate::analysis::occupancy::KernelShape;
+
 /// A span of time, unix seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Window {
@@ -78,11 +80,14 @@ pub enum ProfileSignal {
     /// Time-weighted mean kernel duration, seconds: how long a kernel that another
     /// process finds running still runs on average (Σ n·d² / Σ n·d over kernel names).
     ResidualKernelSeconds,
+    /// Kernel time-weighted share of the GPU's SMs one launch occupies: its grid blocks
+    /// over the blocks an SM holds, over the SM count (CUPTI launch shapes).
+    SmFill,
 }
 
 impl ProfileSignal {
     /// Every signal, in a fixed order.
-    pub const ALL: [ProfileSignal; 21] = [
+    pub const ALL: [ProfileSignal; 22] = [
         ProfileSignal::Busy,
         ProfileSignal::ProcessSm,
         ProfileSignal::SmActive,
@@ -104,6 +109,7 @@ impl ProfileSignal {
         ProfileSignal::LaunchRate,
         ProfileSignal::MeanKernelSeconds,
         ProfileSignal::ResidualKernelSeconds,
+        ProfileSignal::SmFill,
     ];
 
     /// The snake_case name used in JSON and in the `signal` label.
@@ -130,6 +136,7 @@ impl ProfileSignal {
             ProfileSignal::LaunchRate => "launch_rate",
             ProfileSignal::MeanKernelSeconds => "mean_kernel_seconds",
             ProfileSignal::ResidualKernelSeconds => "residual_kernel_seconds",
+            ProfileSignal::SmFill => "sm_fill",
         }
     }
 }
@@ -155,6 +162,9 @@ pub struct KernelStat {
     pub launches_per_second: f64,
     /// Kernel seconds per second.
     pub busy: f64,
+    /// The latest launch's shape, when the exporter published it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<KernelShape>,
 }
 
 impl KernelStat {
@@ -185,6 +195,10 @@ pub struct WorkloadProfile {
     pub signals: BTreeMap<ProfileSignal, Measured>,
     /// Kernel time by kernel name, busiest first (empty without the injection library).
     pub kernels: Vec<KernelStat>,
+    /// Share of kernel time by the class kernel names suggest (`compute_bound`,
+    /// `memory_bound`, `unknown`; see `classify::kernel_name`); empty without kernels.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kernel_time_by_class: BTreeMap<String, f64>,
     /// Periods of its duty cycle (the per-series stage's, strongest first; empty when aperiodic).
     #[serde(default)]
     pub periods: Vec<crate::analysis::periodicity::Period>,
@@ -201,6 +215,7 @@ impl WorkloadProfile {
             coverage,
             signals: BTreeMap::new(),
             kernels: Vec::new(),
+            kernel_time_by_class: BTreeMap::new(),
             periods: Vec::new(),
         }
     }
