@@ -36,6 +36,7 @@ def parse():
     p.add_argument("--profile-seconds", type=float, default=0.0)
     p.add_argument("--gap", type=float, default=0.0, help="idle seconds after each profile window")
     p.add_argument("--only-profile", action="store_true", help="profile windows only, no pairs")
+    p.add_argument("--alone-only", action="store_true", help="alone runs only (--reps + 1 rounds), no pairs")
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--warm", type=float, default=0.5)
     p.add_argument("--reps", type=int, default=2)
@@ -156,7 +157,7 @@ def main():
         for n in names:
             keep(s.run("alone", [n], args.seconds, rep))
         order = pairs if rep % 2 else list(reversed(pairs))
-        for a, b in order:
+        for a, b in [] if args.alone_only else order:
             keep(s.run("pair", [a, b], args.seconds, rep))
     for n in names:
         keep(s.run("alone", [n], args.seconds, args.reps + 1))

@@ -8,6 +8,12 @@
 #            predicts every pair (predictions.json): predictions come before any pair runs.
 #   MODE=ts  time-slicing (the default: two processes, no MPS), injection library on.
 #   MODE=mps the MPS control daemon runs; the programs join it (no injection library).
+#            With MPS_LIMIT=P (1-100): first every program alone without a limit
+#            (runs-mps-reference.jsonl), then alone and every pair with each client
+#            limited to P% of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), in
+#            runs-mps-limitP.jsonl.
+# In profile mode, also kernels-PROGRAM.csv (Orion's format) and .json per program
+# (`poolprof-analyzer kernels`).
 # In ts and mps, bench/workloads/corun.py measures each program alone and every pair at
 # once, REPS times, alone runs before, between and after. Results in $OUT: runs-MODE.jsonl
 # (one line per run), summary-MODE.md, colocation-MODE.log, exporter-MODE.log, and
@@ -42,6 +48,9 @@ ANALYZER=${ANALYZER:-target/release/poolprof-analyzer}
 [[ "$MODE" != profile || -x "$ANALYZER" ]] || die "$ANALYZER missing: cargo build --release, and carry it"
 [[ "$SECS" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "SECONDS_PER_RUN=$SECS is not a number"
 [[ "$REPS" =~ ^[1-5]$ ]] || die "REPS=$REPS is 1 to 5"
+MPS_LIMIT=${MPS_LIMIT:-}
+[[ -z "$MPS_LIMIT" || ( "$MODE" == mps && "$MPS_LIMIT" =~ ^[1-9][0-9]?$|^100$ ) ]] \
+  || die "MPS_LIMIT=$MPS_LIMIT: a percentage 1-100, with MODE=mps"
 [[ -x "$EXPORTER" ]] || die "$EXPORTER missing: cargo build --release, and carry it"
 [[ -f "$INJECT_LIB" ]] || die "$INJECT_LIB missing: cargo build --release, and carry it"
 LIB=$(cd "$(dirname "$INJECT_LIB")" && pwd)/$(basename "$INJECT_LIB")
@@ -120,6 +129,10 @@ if [[ "$MODE" == profile ]]; then
     --step 1s --end "$P1" > "$OUT/profiles.json" 2>> "$LOG" || log "profiles failed (exit $?)"
   "$ANALYZER" colocate --input "$OUT/profiles.json" > "$OUT/predictions.json" 2>> "$LOG" \
     || log "colocate failed (exit $?)"
+  for w in $(python3 -c 'import json,sys;[print(p["workload"]) for p in json.load(open(sys.argv[1]))["profiles"] if p.get("kernels")]' "$OUT/profiles.json" 2>> "$LOG"); do
+    "$ANALYZER" kernels --input "$OUT/profiles.json" --workload "$w" --format orion > "$OUT/kernels-$w.csv" 2>> "$LOG" || log "kernels $w failed"
+    "$ANALYZER" kernels --input "$OUT/profiles.json" --workload "$w" > "$OUT/kernels-$w.json" 2>> "$LOG" || log "kernels $w (json) failed"
+  done
   python3 - "$OUT/predictions.json" > "$OUT/summary-$MODE.md" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -130,6 +143,16 @@ for p in d["pairs"]:
     f = lambda x: f'{x["progress_a"]:.2f} / {x["progress_b"]:.2f}' if x["feasible"] else "no"
     print(f'| {p["workload_a"]} + {p["workload_b"]} | {f(m["time_slicing"])} | {f(m["mps"])} | {p["recommended_mode"]} | {p["recommendation"]} |')
 PY
+elif [[ -n "$MPS_LIMIT" ]]; then
+  log "MPS reference: alone without limits, ${SECS}s runs"
+  python3 bench/workloads/corun.py --out "$OUT/runs-mps-reference.jsonl" --label mps \
+    --alone-only --seconds "$SECS" --reps 2 --budget "$BUDGET_S" \
+    ${PROGRAMS:+--programs "$PROGRAMS"} > "$OUT/summary-mps-reference.md" 2>> "$LOG" || log "corun.py failed (exit $?)"
+  log "MPS with every client limited to $MPS_LIMIT% of the SMs, ${SECS}s runs, $REPS reps"
+  CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$MPS_LIMIT python3 bench/workloads/corun.py \
+    --out "$OUT/runs-mps-limit$MPS_LIMIT.jsonl" --label "mps-limit$MPS_LIMIT" \
+    --seconds "$SECS" --reps "$REPS" --budget "$((BUDGET_S - (SECONDS - START)))" \
+    ${PROGRAMS:+--programs "$PROGRAMS"} > "$OUT/summary-$MODE.md" 2>> "$LOG" || log "corun.py failed (exit $?)"
 else
   log "co-run: mode $MODE, ${SECS}s runs, $REPS reps, budget ${BUDGET_S}s"
   env "${WORKER_ENV[@]}" python3 bench/workloads/corun.py --out "$OUT/runs-$MODE.jsonl" \

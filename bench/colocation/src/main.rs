@@ -4,6 +4,9 @@
 //! cargo run --release -- --profiles profiles.json --runs runs-ts.jsonl --runs runs-mps.jsonl
 //! ```
 //!
+//! With `--limited runs-mps-limit50.jsonl --reference runs-mps-reference.jsonl
+//! --limit 50` it scores instead the model of MPS SM limits (`limits.rs`).
+//!
 //! `--run1-constants` scores the constants fitted on run 1 instead of the built-in ones.
 //! `profiles.json` is `poolprof-analyzer profiles` output taken while each program ran
 //! alone; each runs file is `bench/workloads/corun.py` output, its mode in the `label`
@@ -13,6 +16,7 @@
 //! program's pairs predicted by constants fitted without it; the earlier profiler's
 //! fixed table; the measurement's own repeatability; and the mode choice.
 
+mod limits;
 mod measured;
 mod table;
 
@@ -28,8 +32,17 @@ use poolprof_analyzer::workloads_cmd::read_profiles;
 use measured::Measured;
 
 fn main() -> Result<()> {
-    let (profiles_path, runs, constants) = parse_args()?;
+    let Args {
+        profiles: profiles_path,
+        runs,
+        constants,
+        limited,
+    } = parse_args()?;
     let profiles = read_profiles(&profiles_path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if let Some((limited, reference, percent)) = limited {
+        let c = constants.unwrap_or_default();
+        return limits::report(&profiles, &limited, &reference, percent, &c);
+    }
     let by_name: BTreeMap<&str, _> = profiles.iter().map(|p| (p.workload.as_str(), p)).collect();
     let mut measured = Vec::new();
     for path in &runs {
@@ -248,21 +261,49 @@ fn mode_choice_from(measured: &[Observation], predicted: &[Observation], name: &
     println!("Mode choice ({name}): the better of time-slicing and MPS picked in {hits} of {total} pairs (a tie within 0.04 of score counts as picked); {good} pairs called good, {wrong_good} of them with a side measured under 0.5.");
 }
 
-fn parse_args() -> Result<(PathBuf, Vec<PathBuf>, Option<Constants>)> {
+/// The command line.
+struct Args {
+    profiles: PathBuf,
+    runs: Vec<PathBuf>,
+    constants: Option<Constants>,
+    /// `--limited FILE --reference FILE --limit PERCENT`.
+    limited: Option<(PathBuf, PathBuf, u8)>,
+}
+
+const USAGE: &str = "usage: --profiles FILE (--runs FILE [--runs FILE] | --limited FILE --reference FILE --limit PERCENT) [--run1-constants]";
+
+fn parse_args() -> Result<Args> {
     let mut args = std::env::args().skip(1);
     let (mut profiles, mut runs, mut constants) = (None, Vec::new(), None);
+    let (mut limited, mut reference, mut limit) = (None, None, None);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--profiles" => profiles = args.next().map(PathBuf::from),
             "--runs" => runs.extend(args.next().map(PathBuf::from)),
+            "--limited" => limited = args.next().map(PathBuf::from),
+            "--reference" => reference = args.next().map(PathBuf::from),
+            "--limit" => {
+                limit = args
+                    .next()
+                    .and_then(|v| v.parse::<u8>().ok())
+                    .filter(|p| (1..=100).contains(p))
+            }
             "--run1-constants" => constants = Some(Constants::RUN1),
-            other => bail!(
-                "unknown argument {other:?}; usage: --profiles FILE --runs FILE [--runs FILE] [--run1-constants]"
-            ),
+            other => bail!("unknown argument {other:?}; {USAGE}"),
         }
     }
+    let limited = match (limited, reference, limit) {
+        (Some(l), Some(r), Some(p)) => Some((l, r, p)),
+        (None, None, None) => None,
+        _ => bail!("--limited, --reference and --limit (1-100) go together; {USAGE}"),
+    };
     match profiles {
-        Some(p) if !runs.is_empty() => Ok((p, runs, constants)),
-        _ => bail!("usage: --profiles FILE --runs FILE [--runs FILE] [--run1-constants]"),
+        Some(profiles) if !runs.is_empty() || limited.is_some() => Ok(Args {
+            profiles,
+            runs,
+            constants,
+            limited,
+        }),
+        _ => bail!("{USAGE}"),
     }
 }

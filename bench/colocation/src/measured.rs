@@ -27,7 +27,8 @@ impl Measured {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v` (not empty).
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
     if n % 2 == 1 {
