@@ -117,6 +117,7 @@ fn log_summary(report: &RunReport) {
     tracing::info!(
         analyzed = h.series_analyzed,
         skipped_no_samples = h.series_skipped_no_samples,
+        failed = h.series_failed,
         signals_empty = h.signals_empty,
         dropped_nan = h.dropped.nan,
         dropped_inf = h.dropped.inf,

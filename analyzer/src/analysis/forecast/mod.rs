@@ -355,7 +355,9 @@ mod tests {
             let mut y = seasonal_values(480);
             y[at] = spike;
             let f = forecast(&Series::from_values(&y, 60.0), &auto(30)).unwrap();
-            let period = f.period_seconds.unwrap_or_else(|| panic!("{spike} at {at}: {f:?}"));
+            let period = f
+                .period_seconds
+                .unwrap_or_else(|| panic!("{spike} at {at}: {f:?}"));
             assert!((period - 1440.0).abs() < 1440.0 * 0.01, "{period}");
             assert!(all_finite(&f), "{f:?}");
             assert!(
@@ -408,7 +410,10 @@ mod tests {
             f.point
         );
         let smallest = forecast(&Series::from_values(&[5e-324; 50], 60.0), &auto(5)).unwrap();
-        assert!(smallest.point.iter().all(|v| *v == 5e-324 || *v == 0.0), "{smallest:?}");
+        assert!(
+            smallest.point.iter().all(|v| *v == 5e-324 || *v == 0.0),
+            "{smallest:?}"
+        );
         let zeros = forecast(&Series::from_values(&[0.0; 50], 60.0), &auto(5)).unwrap();
         assert!(zeros.point.iter().all(|v| *v == 0.0), "{zeros:?}");
     }

@@ -102,7 +102,9 @@ mod tests {
         let mut new_level: Vec<f64> = vec![0.0; 300];
         new_level[299] = 0.9;
         assert_eq!(replace_spikes(&mut new_level), 0, "a job that just started");
-        let mut bursts: Vec<f64> = (0..300).map(|i| if i % 50 == 0 { 0.9 } else { 0.0 }).collect();
+        let mut bursts: Vec<f64> = (0..300)
+            .map(|i| if i % 50 == 0 { 0.9 } else { 0.0 })
+            .collect();
         let expected = bursts.clone();
         assert_eq!(replace_spikes(&mut bursts), 0);
         assert_eq!(bursts, expected);

@@ -3,11 +3,11 @@
 /// Clip residuals beyond this many robust standard deviations (MAD × 1.4826).
 pub const CLIP_SIGMAS: f64 = 5.0;
 
-/// Before anything else, values beyond this many robust standard deviations of the raw
-/// series are clipped: far enough out that real data (trends, bursts, level shifts) is
-/// never touched, close enough that one absurd sample (1e200 among values near 1) no
-/// longer dominates the line fit or pushes the rest of the series below f64 precision.
-pub const FAR_SIGMAS: f64 = 100.0;
+/// Before the trend is fitted, values beyond this many robust standard deviations of
+/// the raw series are clipped. Trends, bursts and level shifts lie well inside; one
+/// absurd sample (1e200 among values near 1) would otherwise pull the first line fit,
+/// and, once the series is scaled to ±1, push the rest of it below f64 precision.
+pub const FAR_SIGMAS: f64 = 10.0;
 
 /// Conditions `x` for the spectrum: clips absurd values ([`FAR_SIGMAS`]), scales the
 /// series to a largest magnitude of 1, removes a linear trend robustly (fit, clip
@@ -83,7 +83,11 @@ fn robust_bounds(x: &[f64], k: f64, when_zero: WhenMadIsZero) -> Option<(f64, f6
     if x.is_empty() {
         return None;
     }
-    let unit = if max_abs(x) > f64::MAX / 2.0 { 0.5 } else { 1.0 };
+    let unit = if max_abs(x) > f64::MAX / 2.0 {
+        0.5
+    } else {
+        1.0
+    };
     let stride = x.len().div_ceil(SCALE_SAMPLE).max(1);
     let mut buf: Vec<f64> = x.iter().step_by(stride).map(|v| v * unit).collect();
     let med = median_in_place(&mut buf);
@@ -216,11 +220,17 @@ mod tests {
         let mut spike: Vec<f64> = (0..100).map(|i| (i % 7) as f64).collect();
         spike[40] = f64::MAX;
         let v = detrend_and_clip(&mut spike);
-        assert!(v.is_finite() && v > 1e-6, "the bulk must survive the spike: {v}");
+        assert!(
+            v.is_finite() && v > 1e-6,
+            "the bulk must survive the spike: {v}"
+        );
 
         let mut tiny: Vec<f64> = (0..100).map(|i| (i % 7) as f64 * 5e-324).collect();
         let v = detrend_and_clip(&mut tiny);
-        assert!(v.is_finite() && v > 1e-3, "subnormals are scaled up, not lost: {v}");
+        assert!(
+            v.is_finite() && v > 1e-3,
+            "subnormals are scaled up, not lost: {v}"
+        );
     }
 
     #[test]
