@@ -61,7 +61,7 @@ pub async fn run_once<A: Analyze>(args: &RunArgs, analyses: A) -> Result<(), Err
         () = shutdown.recv() => {
             // Dropping `work` aborts the query or the PUT in flight; an aborted PUT
             // leaves the group as it was.
-            tracing::warn!("stopped by a signal before the run finished; nothing was pushed");
+            tracing::warn!("stopped by a signal before the run finished; nothing half-done was pushed");
             Ok(())
         }
     }
