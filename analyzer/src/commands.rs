@@ -15,6 +15,8 @@ use crate::sink::{http, metrics};
 use crate::source::prometheus::PrometheusClient;
 
 /// Analyzes once; pushes the results as one group, or prints them without `--push`.
+/// SIGINT or SIGTERM cancels the run wherever it is and exits 0 with nothing pushed:
+/// the one push is a single PUT that the Pushgateway applies whole or not at all.
 pub async fn run_once<A: Analyze>(args: &RunArgs, analyses: A) -> Result<(), Error> {
     if !args.once {
         return Err(Error::Usage(
@@ -40,22 +42,36 @@ pub async fn run_once<A: Analyze>(args: &RunArgs, analyses: A) -> Result<(), Err
     let pipeline = Pipeline::new(client, settings.config, settings.shard, analyses)
         .with_end(settings.end)
         .with_workloads(settings.workloads);
-    let report = pipeline.run().await?;
-    log_summary(&report);
-    let text = results::render(&report, true).encode();
-    match push {
-        Some(gateway) => {
-            gateway.replace_group(text).await?;
-            tracing::info!(group = %gateway.group_url(), "results pushed");
+    let mut shutdown = Shutdown::install();
+    let work = async {
+        let report = pipeline.run().await?;
+        log_summary(&report);
+        let text = results::render(&report, true).encode();
+        match &push {
+            Some(gateway) => {
+                gateway.replace_group(text).await?;
+                tracing::info!(group = %gateway.group_url(), "results pushed");
+            }
+            None => print!("{text}"),
         }
-        None => print!("{text}"),
+        Ok(())
+    };
+    tokio::select! {
+        done = work => done,
+        () = shutdown.recv() => {
+            // Dropping `work` aborts the query or the PUT in flight; an aborted PUT
+            // leaves the group as it was.
+            tracing::warn!("stopped by a signal before the run finished; nothing half-done was pushed");
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 /// Analyzes every `--interval` and serves the latest results on `--listen` until
 /// SIGINT or SIGTERM. A failed run keeps serving the previous results, marked stale.
+/// A signal during a run cancels it: its partial results are dropped, never published.
 pub async fn serve<A: Analyze>(args: &ServeArgs, analyses: A) -> Result<(), Error> {
+    let mut shutdown = Shutdown::install();
     let settings = args.common.settings()?;
     let client = PrometheusClient::new(settings.client)?;
     let pipeline = Pipeline::new(client, settings.config, settings.shard, analyses)
@@ -85,7 +101,7 @@ pub async fn serve<A: Analyze>(args: &ServeArgs, analyses: A) -> Result<(), Erro
     ));
     let api_server = tokio::spawn(api::serve(api_listener, api, stopped(stop_rx.clone())));
     tokio::spawn(async move {
-        shutdown_signal().await;
+        shutdown.recv().await;
         let _ = stop_tx.send(true);
     });
     let mut ticker = tokio::time::interval(args.interval);
@@ -96,7 +112,14 @@ pub async fn serve<A: Analyze>(args: &ServeArgs, analyses: A) -> Result<(), Erro
             _ = run_now.notified() => tracing::info!("analysis asked for by POST /profile"),
             _ = stop_rx.wait_for(|s| *s) => break,
         }
-        match pipeline.run().await {
+        let run = tokio::select! {
+            run = pipeline.run() => run,
+            _ = stop_rx.wait_for(|s| *s) => {
+                tracing::info!("stopping: the run in progress is cancelled and its partial results dropped");
+                break;
+            }
+        };
+        match run {
             Ok(report) => {
                 log_summary(&report);
                 latest.publish(report);
@@ -117,6 +140,7 @@ fn log_summary(report: &RunReport) {
     tracing::info!(
         analyzed = h.series_analyzed,
         skipped_no_samples = h.series_skipped_no_samples,
+        failed = h.series_failed,
         signals_empty = h.signals_empty,
         dropped_nan = h.dropped.nan,
         dropped_inf = h.dropped.inf,
@@ -125,23 +149,43 @@ fn log_summary(report: &RunReport) {
     );
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
+/// SIGINT (Ctrl-C) and SIGTERM, caught from the moment of [`Shutdown::install`]: a
+/// signal that arrives before anyone waits for it is not lost, and never kills the
+/// process with the default action mid-push.
+struct Shutdown {
     #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(s) => s,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+    signals: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Shutdown {
+    /// Registers the handlers now.
+    fn install() -> Shutdown {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let signals = signal(SignalKind::terminate())
+                .and_then(|term| Ok((term, signal(SignalKind::interrupt())?)))
+                .map_err(|e| tracing::warn!(error = %e, "cannot catch SIGTERM/SIGINT; they will stop the process abruptly"))
+                .ok();
+            Shutdown { signals }
         }
+        #[cfg(not(unix))]
+        Shutdown {}
     }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+
+    /// Resolves at the first SIGINT or SIGTERM (never, when they could not be caught).
+    async fn recv(&mut self) {
+        #[cfg(unix)]
+        match &mut self.signals {
+            Some((term, int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
+            }
+            None => std::future::pending().await,
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -18,7 +18,13 @@ fn main() -> std::process::ExitCode {
         .enable_all()
         .build()
         .map_err(|e| Error::Runtime(format!("cannot start the async runtime: {e}")))
-        .and_then(|rt| rt.block_on(dispatch(cli.command)));
+        .and_then(|rt| {
+            let result = rt.block_on(dispatch(cli.command));
+            // A run cancelled by a signal may leave an analysis on a blocking thread:
+            // its result is discarded, so do not wait for it to exit promptly.
+            rt.shutdown_timeout(std::time::Duration::from_millis(500));
+            result
+        });
     match result {
         Ok(()) => std::process::ExitCode::from(ExitCode::Ok.code() as u8),
         Err(e) => {

@@ -409,6 +409,63 @@ mod tests {
     }
 
     #[test]
+    fn extreme_values_are_analysed_not_panicked_on() {
+        let rows = |f: &dyn Fn(usize) -> String| -> String {
+            (0..600).map(|i| format!("{}\n", f(i))).collect()
+        };
+        let wave = |i: usize| 10.0 + (2.0 * std::f64::consts::PI * i as f64 / 24.0).sin();
+        for csv in [
+            rows(&|i| {
+                if i == 300 {
+                    "1.7e308".into()
+                } else {
+                    wave(i).to_string()
+                }
+            }),
+            rows(&|i| {
+                if i == 300 {
+                    "1e200".into()
+                } else {
+                    wave(i).to_string()
+                }
+            }),
+            rows(&|i| {
+                if i % 2 == 0 {
+                    "1e308".into()
+                } else {
+                    "-1e308".into()
+                }
+            }),
+            rows(&|i| format!("{:e}", (wave(i) - 10.0) * 1e-310)),
+            rows(&|_| "5e-324".into()),
+        ] {
+            let f = file(&csv, ".csv");
+            let p = periods(f.path(), Some(60.0)).unwrap();
+            assert!(p["periods"].is_array(), "{p}");
+            let fc = forecast_json(f.path(), 10).unwrap();
+            for key in ["forecast", "lower", "upper", "lower_80", "upper_80"] {
+                let v = fc[key].as_array().unwrap_or_else(|| panic!("{fc}"));
+                assert!(
+                    v.iter().all(|x| x.as_f64().is_some_and(f64::is_finite)),
+                    "{fc}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_unterminated_quote_is_a_parse_error_naming_the_line() {
+        let f = file("value\n1\n2\n\"3\n4\n", ".csv");
+        let e = periods(f.path(), None).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(
+            msg.contains("line 4") && msg.contains("never closed"),
+            "{msg}"
+        );
+    }
+
+    #[test]
     fn flags_are_validated_by_clap() {
         use clap::Parser;
         #[derive(clap::Parser)]

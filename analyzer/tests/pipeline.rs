@@ -243,3 +243,98 @@ async fn a_series_without_identity_is_counted_once_across_chunks() {
         "not empty: misconfigured, and counted as such"
     );
 }
+
+/// Panics on one GPU's series, as a bug in an analysis would.
+#[derive(Clone, Default)]
+struct PanicsOnGpu7;
+
+impl Analyze for PanicsOnGpu7 {
+    fn analyze(&self, series: &Series, request: &AnalysisRequest) -> Analysis {
+        if series.labels.get("uuid").map(String::as_str) == Some("GPU-7") {
+            panic!("poisoned series");
+        }
+        Echo::default().analyze(series, request)
+    }
+}
+
+#[tokio::test]
+async fn a_series_whose_analysis_panics_is_skipped_and_counted_not_fatal() {
+    let server = fleet_server();
+    let report = Pipeline::new(
+        client(&server),
+        config(vec![("sm", "fleet", None)]),
+        Shard::ALL,
+        PanicsOnGpu7,
+    )
+    .with_end(Some(1_700_000_000.0))
+    .run()
+    .await
+    .expect("one bad series must not fail the run");
+    assert_eq!(report.health.series_failed, 1);
+    assert_eq!(report.health.series_analyzed as usize, GPUS - 1);
+    assert!(report.series.iter().all(|s| s.owner != "GPU-7"));
+}
+
+#[tokio::test]
+async fn extreme_values_in_one_series_leave_the_others_analysed() {
+    use poolprof_analyzer::pipeline::Analyses;
+    // GPU-0 and GPU-1: a 1200 s square wave; GPU-2 the same with one sample at 1.7e308;
+    // GPU-3 alternating ±1e308; GPU-4 subnormal.
+    let server = FakeServer::start(|req, _| {
+        if req.path.ends_with("/query") {
+            return (200, support::api_error("bad_data", "no capacity here"));
+        }
+        let t = grid(req);
+        let wave = |i: usize| if (i * 60) % 1200 < 960 { 0.9 } else { 0.1 };
+        let series = |f: &dyn Fn(usize) -> f64| -> Vec<(f64, String)> {
+            t.iter()
+                .enumerate()
+                .map(|(i, t)| (*t, format!("{:e}", f(i))))
+                .collect()
+        };
+        let good = series(&wave);
+        let spiked = series(&|i| if i == 30 { 1.7e308 } else { wave(i) });
+        let alternating = series(&|i| if i % 2 == 0 { 1e308 } else { -1e308 });
+        let tiny = series(&|i| wave(i) * 1e-310);
+        (
+            200,
+            matrix(&[
+                (&[("uuid", "GPU-0")], good.clone()),
+                (&[("uuid", "GPU-1")], good),
+                (&[("uuid", "GPU-2")], spiked),
+                (&[("uuid", "GPU-3")], alternating),
+                (&[("uuid", "GPU-4")], tiny),
+            ]),
+        )
+    });
+    let mut cfg = config(vec![("sm", "x", None)]);
+    cfg.analysis.lookback = Duration::from_secs(6 * 3600);
+    let report = Pipeline::new(client(&server), cfg, Shard::ALL, Analyses::default())
+        .with_end(Some(1_700_000_000.0))
+        .run()
+        .await
+        .unwrap();
+    assert_eq!(report.health.series_failed, 0);
+    assert_eq!(report.health.series_analyzed, 5);
+    for s in &report.series {
+        let a = &s.analysis;
+        for f in &a.forecasts {
+            assert!(
+                [f.point, f.lower, f.upper].iter().all(|v| v.is_finite()),
+                "{}: {a:?}",
+                s.owner
+            );
+        }
+        if s.owner != "GPU-3" {
+            let p = a
+                .periods
+                .first()
+                .unwrap_or_else(|| panic!("{}: {a:?}", s.owner));
+            assert!(
+                (p.period_seconds - 1200.0).abs() < 24.0,
+                "{}: {a:?}",
+                s.owner
+            );
+        }
+    }
+}

@@ -132,7 +132,72 @@ async fn malformed_json_is_a_bad_response_not_retried() {
         .unwrap_err();
     assert_eq!(server.requests().len(), 1);
     assert!(matches!(err, SourceError::BadResponse { .. }), "{err:?}");
-    assert_eq!(err.exit_code(), ExitCode::Runtime);
+    assert_eq!(err.exit_code(), ExitCode::SourceUnreachable);
+    assert!(err.to_string().contains("truncated"), "{err}");
+}
+
+#[tokio::test]
+async fn a_200_that_is_not_the_api_json_is_a_broken_source_exit_3() {
+    for body in [
+        "<html><body>proxy login</body></html>",
+        r#"{"hello":"world"}"#,
+        r#"{"status":"success","data":{"resultType":"matrix","result":{"not":"a list"}}}"#,
+        r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"x"]]}]}}"#,
+        "",
+    ] {
+        let server = FakeServer::start(move |_, _| (200, body.into()));
+        let err = client(server.url(), 2)
+            .query_range("up", range(10, 15.0), |_| true)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, SourceError::BadResponse { .. }),
+            "{body}: {err:?}"
+        );
+        assert_eq!(err.exit_code(), ExitCode::SourceUnreachable, "{body}");
+        assert!(!err.to_string().contains("cannot reach"), "{err}");
+    }
+}
+
+/// A server that promises `declared` bytes of body, sends `body` and closes.
+fn short_body_server(body: &'static str, declared: usize) -> reqwest::Url {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 65536];
+            let _ = stream.read(&mut buf);
+            let head = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {declared}\r\nConnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(head.as_bytes());
+            let _ = stream.write_all(body.as_bytes());
+        }
+    });
+    reqwest::Url::parse(&format!("http://{addr}")).unwrap()
+}
+
+#[tokio::test]
+async fn a_truncated_body_is_named_as_such_not_unreachable() {
+    let body = r#"{"status":"success","data":{"resultType":"matrix","res"#;
+    let url = short_body_server(body, body.len() + 500);
+    let err = client(url, 2)
+        .query_range("up", range(10, 15.0), |_| true)
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(err, SourceError::Truncated { attempts: 2, .. }),
+        "{err:?}"
+    );
+    assert!(
+        msg.contains("ended early") && msg.contains("truncated"),
+        "{msg}"
+    );
+    assert!(!msg.contains("cannot reach"), "{msg}");
+    assert_eq!(err.exit_code(), ExitCode::SourceUnreachable);
 }
 
 #[tokio::test]

@@ -107,16 +107,19 @@ fn bin_and_split(sorted: &[(f64, f64)], t0: f64, step: f64, max_fill: usize) -> 
     let mut seg_start_cell = 0i64;
     let mut values: Vec<f64> = Vec::with_capacity(sorted.len());
     let mut cell = i64::MIN;
-    let (mut sum, mut count) = (0.0, 0u32);
+    let (mut mean, mut count) = (0.0, 0u32);
     for &(t, v) in sorted {
         let c = ((t - t0) / step).round() as i64;
         if c == cell {
-            sum += v;
             count += 1;
+            // A running mean, each term divided before the subtraction: a sum (or
+            // `v - mean`) of two values near f64::MAX would overflow to infinity.
+            let k = f64::from(count);
+            mean += v / k - mean / k;
             continue;
         }
         if count > 0 {
-            values.push(sum / f64::from(count));
+            values.push(mean);
             let missing = (c - cell - 1) as usize;
             if missing > max_fill {
                 out.push(Segment {
@@ -132,10 +135,10 @@ fn bin_and_split(sorted: &[(f64, f64)], t0: f64, step: f64, max_fill: usize) -> 
             seg_start_cell = c;
         }
         cell = c;
-        sum = v;
+        mean = v;
         count = 1;
     }
-    values.push(sum / f64::from(count));
+    values.push(mean);
     out.push(Segment {
         start: t0 + seg_start_cell as f64 * step,
         step,
@@ -148,7 +151,12 @@ fn bin_and_split(sorted: &[(f64, f64)], t0: f64, step: f64, max_fill: usize) -> 
 fn fill_linear(values: &mut Vec<f64>, next: f64, missing: usize) {
     let last = *values.last().expect("fill follows a value");
     let span = (missing + 1) as f64;
-    values.extend((1..=missing).map(|i| last + (next - last) * i as f64 / span));
+    // Weighted as (1 - f)·last + f·next: never beyond the larger of the two, where
+    // `last + (next - last)·f` overflows when they are near ±f64::MAX.
+    values.extend((1..=missing).map(|i| {
+        let f = i as f64 / span;
+        last * (1.0 - f) + next * f
+    }));
 }
 
 /// The longest segment (the earliest among equals).
@@ -198,6 +206,18 @@ mod tests {
         let pts = [(20.0, 5.0), (0.0, 1.0), (1.0, 3.0), (10.0, 4.0)];
         let segs = segments(&pts, Some(10.0), 0).unwrap();
         assert_eq!(segs[0].values, vec![2.0, 4.0, 5.0]);
+    }
+
+    #[test]
+    fn extreme_values_average_and_fill_without_overflow() {
+        let big = f64::MAX;
+        let pts = [(0.0, big), (0.4, big), (10.0, -big), (40.0, big)];
+        let segs = segments(&pts, Some(10.0), 3).unwrap();
+        let v = &segs[0].values;
+        assert_eq!(v.len(), 5);
+        assert!(v.iter().all(|x| x.is_finite()), "{v:?}");
+        assert_eq!(v[0], big);
+        assert_eq!(v[4], big);
     }
 
     #[test]

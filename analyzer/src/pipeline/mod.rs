@@ -179,7 +179,7 @@ impl<A: Analyze> Pipeline<A> {
                     return Ok((owner, None));
                 }
                 let series = Series { labels, points };
-                tokio::task::spawn_blocking(move || analyses.analyze(&series, &request))
+                tokio::task::spawn_blocking(move || analyze_isolated(&*analyses, &series, &request))
                     .await
                     .map(|a| (owner, Some(a)))
             }
@@ -189,10 +189,21 @@ impl<A: Analyze> Pipeline<A> {
             progress.inc();
             let (owner, analysis) =
                 done.map_err(|e| Error::Runtime(format!("an analysis task failed: {e}")))?;
-            let Some(analysis) = analysis else {
-                report.health.series_skipped_no_samples += 1;
-                tracing::warn!(signal = %signal.name, %owner, "no finite samples in the window; skipped");
-                continue;
+            let analysis = match analysis {
+                None => {
+                    report.health.series_skipped_no_samples += 1;
+                    tracing::warn!(signal = %signal.name, %owner, "no finite samples in the window; skipped");
+                    continue;
+                }
+                Some(Err(reason)) => {
+                    report.health.series_failed += 1;
+                    tracing::error!(
+                        signal = %signal.name, %owner, %reason,
+                        "the analysis of this series failed; skipped, the other series are unaffected (please report this with the series' data)"
+                    );
+                    continue;
+                }
+                Some(Ok(analysis)) => analysis,
             };
             report.health.series_analyzed += 1;
             if analysis.forecast_error.is_some() {
@@ -285,6 +296,26 @@ impl<A: Analyze> Pipeline<A> {
             .filter_map(|(labels, v)| labels.get(label).map(|o| (o.clone(), v)))
             .collect())
     }
+}
+
+/// Runs the analyses on one series, turning a panic into that series' failure: the
+/// last line of defence, so that one series the analyses mishandle (a bug) costs only
+/// itself, not the whole run and every other series' results.
+fn analyze_isolated<A: Analyze>(
+    analyses: &A,
+    series: &Series,
+    request: &AnalysisRequest,
+) -> Result<Analysis, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        analyses.analyze(series, request)
+    }))
+    .map_err(|panic| {
+        panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "the analysis panicked".to_string())
+    })
 }
 
 fn sorted(horizons: &[Duration]) -> Vec<Duration> {

@@ -56,6 +56,9 @@ pub struct RunHealth {
     pub signals_empty: u64,
     /// Series whose forecast failed (too short, degenerate).
     pub forecasts_failed: u64,
+    /// Series whose analysis failed outright (a bug: the log names the series and the
+    /// reason); they are skipped and the run goes on with the others.
+    pub series_failed: u64,
     /// Workloads left out of pairing beyond the configured limit.
     pub workloads_not_paired: u64,
     /// Whether building profiles failed this run (the log says why).

@@ -47,6 +47,11 @@ pub fn render(report: &RunReport, last_run_ok: bool) -> Exposition {
         &[("reason", "no_identity")],
         h.series_skipped_no_identity as f64,
     );
+    out.set(
+        SKIPPED,
+        &[("reason", "analysis_failed")],
+        h.series_failed as f64,
+    );
     out.set(EMPTY, &[], h.signals_empty as f64);
     out.set(FORECASTS_FAILED, &[], h.forecasts_failed as f64);
     out.set(DROPPED, &[("reason", "nan")], h.dropped.nan as f64);

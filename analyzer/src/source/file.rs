@@ -143,6 +143,17 @@ fn sample_value(s: &str) -> Result<Option<f64>, ()> {
 
 /// Parses CSV: one column of values or `timestamp,value`, an optional header row.
 pub fn parse_csv(text: &str, values_step: f64) -> Result<FileSeries, ParseError> {
+    // The CSV reader takes an unclosed quote as a field running to the end of the file:
+    // everything after it would vanish into one field (or into a "header"), and the
+    // file would read as holding no samples. Say where the quote is instead.
+    if let Some(line) = unterminated_quote(text) {
+        return Err(ParseError::Csv(
+            line,
+            "a `\"` opened here is never closed, so the rest of the file would be one field; \
+             close or remove the quote"
+                .to_string(),
+        ));
+    }
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -214,6 +225,61 @@ pub fn parse_csv(text: &str, values_step: f64) -> Result<FileSeries, ParseError>
         out.series.push(Series::from_points(points));
     }
     Ok(out)
+}
+
+/// The line of a quote that opens a field and is never closed, read as the CSV reader
+/// reads: a quote is special only at the start of a field, `""` inside quotes is a
+/// literal quote, and `#` at the start of a record begins a comment line.
+fn unterminated_quote(text: &str) -> Option<u64> {
+    let mut line = 1u64;
+    let (mut in_quotes, mut opened) = (false, 0u64);
+    let (mut field_start, mut record_start) = (true, true);
+    let mut bytes = text.bytes().peekable();
+    while let Some(b) = bytes.next() {
+        if in_quotes {
+            match b {
+                b'"' if bytes.peek() == Some(&b'"') => {
+                    bytes.next();
+                }
+                b'"' => in_quotes = false,
+                b'\n' => line += 1,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'#' if record_start => {
+                for c in bytes.by_ref() {
+                    if c == b'\n' {
+                        line += 1;
+                        break;
+                    }
+                }
+            }
+            b'"' if field_start => {
+                in_quotes = true;
+                opened = line;
+                field_start = false;
+                record_start = false;
+            }
+            b',' => {
+                field_start = true;
+                record_start = false;
+            }
+            b'\n' | b'\r' => {
+                if b == b'\n' {
+                    line += 1;
+                }
+                field_start = true;
+                record_start = true;
+            }
+            _ => {
+                field_start = false;
+                record_start = false;
+            }
+        }
+    }
+    in_quotes.then_some(opened)
 }
 
 /// A first row with a field that is not a number (nor NaN/Inf) is a header.
@@ -352,6 +418,29 @@ mod tests {
             parse("t,v\nx,3\n", 1.0),
             Err(ParseError::Csv(2, _))
         ));
+    }
+
+    #[test]
+    fn an_unterminated_quote_names_its_line() {
+        for (text, line) in [
+            ("value\n1\n2\n\"3\n4\n5\n", 4),
+            ("\"value\n1\n2\n3\n", 1),
+            ("t,v\n1,2\n2,\"3\n3,4\n", 3),
+            ("# a \"comment\n1\n\"2\n", 3),
+        ] {
+            match parse(text, 1.0) {
+                Err(ParseError::Csv(l, msg)) => {
+                    assert_eq!(l, line, "{text:?}");
+                    assert!(msg.contains("never closed"), "{msg}");
+                }
+                other => panic!("{text:?}: {other:?}"),
+            }
+        }
+        // Closed quotes, quotes inside a field and quotes in comments are fine.
+        let ok = parse("# say \"hi\n\"t\",\"v\"\n1,\"2\"\n2,3\n", 1.0).unwrap();
+        assert_eq!(ok.series[0].points, vec![(1.0, 2.0), (2.0, 3.0)]);
+        assert!(unterminated_quote("a\"b\n1\n").is_none());
+        assert!(unterminated_quote("\"a\"\"b\"\n1\n").is_none());
     }
 
     #[test]

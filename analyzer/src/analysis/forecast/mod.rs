@@ -6,16 +6,23 @@
 //! the least-squares line always. The lowest AICc wins. Parameters are fitted on the
 //! most recent [`FIT_POINTS`] steps (at least three seasons), which bounds the cost
 //! for long histories and long seasons alike.
+//!
+//! Any finite input is accepted: isolated spikes are replaced first ([`spikes`]), and
+//! the models run on the series divided by its largest magnitude, so no sum of squares
+//! overflows and subnormal series keep their shape; the results are scaled back, bounds
+//! saturating at ±f64::MAX.
 
 pub mod ets;
 pub mod intervals;
 pub mod linear;
 pub mod optimize;
+pub mod spikes;
 pub mod threshold;
 
 pub use threshold::{time_to_threshold, ThresholdCrossing};
 
 use crate::analysis::grid::{self, GridError};
+use crate::analysis::periodicity::prepare::max_abs;
 use crate::analysis::periodicity::{detect_on_grid, PeriodConfig};
 use crate::series::Series;
 
@@ -105,6 +112,9 @@ pub enum ForecastError {
         /// Points available.
         points: usize,
     },
+    /// The point forecast is beyond ±f64::MAX (a series near the limit, extrapolated).
+    #[error("the forecast leaves the range of f64 (beyond ±{:e}); the values are too close to the limit to extrapolate", f64::MAX)]
+    OutOfRange,
 }
 
 /// Forecasts `series` `config.horizon_steps` steps past its last sample.
@@ -125,7 +135,7 @@ pub fn forecast(series: &Series, config: &ForecastConfig) -> Result<Forecast, Fo
             points: last.values.len(),
         });
     }
-    Ok(forecast_grid(&last.values, last.step, config.period, h))
+    forecast_grid(&last.values, last.step, config.period, h)
 }
 
 /// The season to model, if the data holds at least two cycles and a bit.
@@ -154,8 +164,47 @@ fn fits(n: usize, period: f64) -> bool {
     period >= 2.0 && n as f64 >= 2.0 * period + 2.0
 }
 
-/// Forecasts evenly spaced `y` by the lowest-AICc candidate.
-pub fn forecast_grid(y: &[f64], step: f64, choice: PeriodChoice, h: usize) -> Forecast {
+/// Forecasts evenly spaced `y` by the lowest-AICc candidate, after replacing isolated
+/// spikes, on the series scaled to a largest magnitude of 1.
+pub fn forecast_grid(
+    y: &[f64],
+    step: f64,
+    choice: PeriodChoice,
+    h: usize,
+) -> Result<Forecast, ForecastError> {
+    let mut y = y.to_vec();
+    spikes::replace_spikes(&mut y);
+    let scale = max_abs(&y);
+    if scale > 0.0 {
+        for v in y.iter_mut() {
+            *v /= scale;
+        }
+    }
+    let unit = forecast_unit(&y, step, choice, h);
+    let scale = if scale > 0.0 { scale } else { 1.0 };
+    let point: Vec<f64> = unit.point.iter().map(|v| v * scale).collect();
+    if point.iter().any(|v| !v.is_finite()) {
+        return Err(ForecastError::OutOfRange);
+    }
+    // A bound beyond f64 says "at least this far"; the largest finite value says that
+    // too, and keeps every consumer (JSON, metrics, the threshold) on numbers.
+    let bound = |b: &[f64]| -> Vec<f64> {
+        b.iter()
+            .map(|v| (v * scale).clamp(-f64::MAX, f64::MAX))
+            .collect()
+    };
+    Ok(Forecast {
+        lower_80: bound(&unit.lower_80),
+        upper_80: bound(&unit.upper_80),
+        lower_95: bound(&unit.lower_95),
+        upper_95: bound(&unit.upper_95),
+        point,
+        ..unit
+    })
+}
+
+/// Forecasts `y`, whose values lie within ±1, by the lowest-AICc candidate.
+fn forecast_unit(y: &[f64], step: f64, choice: PeriodChoice, h: usize) -> Forecast {
     let season = season_of(y, step, choice);
     let window = FIT_POINTS
         .max(season.map_or(0, |s| 3 * s.bins()))
@@ -281,5 +330,91 @@ mod tests {
         assert!(c.seconds_earliest <= point);
         assert!(c.seconds_latest.is_none_or(|l| l >= point));
         assert_eq!(time_to_threshold(&f, 1e9), None);
+    }
+
+    fn seasonal_values(n: usize) -> Vec<f64> {
+        seasonal(n).values().collect()
+    }
+
+    fn auto(h: usize) -> ForecastConfig {
+        ForecastConfig {
+            horizon_steps: h,
+            ..Default::default()
+        }
+    }
+
+    fn all_finite(f: &Forecast) -> bool {
+        [&f.point, &f.lower_80, &f.upper_80, &f.lower_95, &f.upper_95]
+            .iter()
+            .all(|v| v.iter().all(|x| x.is_finite()))
+    }
+
+    #[test]
+    fn one_absurd_sample_leaves_the_season_and_a_sane_forecast() {
+        for (at, spike) in [(240, 1.7e308), (240, 1e200), (100, -1e200), (479, 1e200)] {
+            let mut y = seasonal_values(480);
+            y[at] = spike;
+            let f = forecast(&Series::from_values(&y, 60.0), &auto(30)).unwrap();
+            let period = f
+                .period_seconds
+                .unwrap_or_else(|| panic!("{spike} at {at}: {f:?}"));
+            assert!((period - 1440.0).abs() < 1440.0 * 0.01, "{period}");
+            assert!(all_finite(&f), "{f:?}");
+            assert!(
+                f.point.iter().all(|v| (3.5..=6.5).contains(v)),
+                "{spike} at {at}: {:?}",
+                f.point
+            );
+        }
+    }
+
+    #[test]
+    fn values_near_the_f64_limits_forecast_finite_numbers() {
+        let alternating: Vec<f64> = (0..200)
+            .map(|i| if i % 2 == 0 { 1e308 } else { -1e308 })
+            .collect();
+        let f = forecast(&Series::from_values(&alternating, 60.0), &auto(10)).unwrap();
+        assert!(all_finite(&f), "{f:?}");
+        assert!(f.lower_95.iter().zip(&f.upper_95).all(|(l, u)| l <= u));
+        // The crossing of a threshold is found on saturated bounds too.
+        let c = time_to_threshold(&f, 1e308).expect("the upper bound reaches 1e308");
+        assert!(c.seconds_earliest.is_finite() && c.seconds_earliest > 0.0);
+
+        let huge: Vec<f64> = seasonal_values(480).iter().map(|v| v * 2e307).collect();
+        let f = forecast(&Series::from_values(&huge, 60.0), &auto(30)).unwrap();
+        assert!(all_finite(&f), "{f:?}");
+        assert!(f.period_seconds.is_some(), "{f:?}");
+
+        // A line heading past f64::MAX cannot be forecast: an error, not infinity.
+        let line: Vec<f64> = (0..100).map(|i| i as f64 * 1.7e306).collect();
+        let none = ForecastConfig {
+            horizon_steps: 50,
+            period: PeriodChoice::None,
+            ..Default::default()
+        };
+        assert_eq!(
+            forecast(&Series::from_values(&line, 60.0), &none),
+            Err(ForecastError::OutOfRange)
+        );
+    }
+
+    #[test]
+    fn subnormal_series_forecast_their_shape() {
+        let tiny: Vec<f64> = seasonal_values(480).iter().map(|v| v * 1e-312).collect();
+        let f = forecast(&Series::from_values(&tiny, 60.0), &auto(30)).unwrap();
+        assert!(f.period_seconds.is_some(), "{f:?}");
+        assert!(all_finite(&f));
+        assert!(
+            f.point.iter().all(|v| (3.5e-312..=6.5e-312).contains(v)),
+            "{:?}",
+            f.point
+        );
+        let smallest = forecast(&Series::from_values(&[5e-324; 50], 60.0), &auto(5)).unwrap();
+        assert!(
+            smallest.point.iter().all(|v| *v == 5e-324 || *v == 0.0),
+            "{smallest:?}"
+        );
+        let zeros = forecast(&Series::from_values(&[0.0; 50], 60.0), &auto(5)).unwrap();
+        assert!(zeros.point.iter().all(|v| *v == 0.0), "{zeros:?}");
     }
 }

@@ -122,9 +122,10 @@ pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> Perio
         ));
     }
     let mut x = values.to_vec();
-    let scale = x.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    // The conditioned series is scaled to a largest magnitude of 1, so the floor is
+    // relative: what a line fit leaves of a constant or a straight series is rounding.
     let variance = prepare::detrend_and_clip(&mut x);
-    if variance.is_nan() || variance <= 1e-20 * scale * scale || scale == 0.0 {
+    if !variance.is_finite() || variance <= 1e-20 {
         return PeriodOutcome::none("flat: no variation besides a straight line");
     }
     let min_cycles = config.min_cycles.max(1.0);
@@ -324,5 +325,66 @@ mod tests {
         let series = Series::from_points(vec![(0.0, 1.0)]);
         let r = reason(detect_periods(&series, &PeriodConfig::default()));
         assert!(r.contains("unusable"), "{r}");
+    }
+
+    /// A noisy 24-step cycle around 10, 600 points.
+    fn cycle() -> Vec<f64> {
+        (0..600)
+            .map(|i| {
+                10.0 + (2.0 * std::f64::consts::PI * i as f64 / 24.0).sin()
+                    + 0.05 * (((i * 7919) % 101) as f64 / 101.0 - 0.5)
+            })
+            .collect()
+    }
+
+    fn assert_finds_the_cycle(values: &[f64]) {
+        let out = detect(values);
+        let p = out.periods().first().unwrap_or_else(|| panic!("{out:?}"));
+        assert!((p.period_seconds - 1440.0).abs() < 1440.0 * 0.02, "{out:?}");
+        assert!(p.strength.is_finite() && p.confidence.is_finite());
+    }
+
+    #[test]
+    fn one_absurd_sample_does_not_hide_the_period() {
+        for spike in [1.7e308, -1.7e308, f64::MAX, 1e200, -1e200] {
+            let mut y = cycle();
+            y[300] = spike;
+            assert_finds_the_cycle(&y);
+        }
+        let mut at_the_end = cycle();
+        at_the_end[599] = 1e200;
+        assert_finds_the_cycle(&at_the_end);
+    }
+
+    #[test]
+    fn values_near_the_f64_limits_are_analysed_not_panicked_on() {
+        let alternating: Vec<f64> = (0..600)
+            .map(|i| if i % 2 == 0 { 1e308 } else { -1e308 })
+            .collect();
+        // The same answer as for ±1: the analysis does not depend on the magnitude.
+        let unit: Vec<f64> = alternating.iter().map(|v| v / 1e308).collect();
+        let out = detect(&alternating);
+        assert_eq!(out, detect(&unit));
+        assert!(out
+            .periods()
+            .iter()
+            .all(|p| p.period_seconds.is_finite() && p.strength.is_finite()));
+        let huge: Vec<f64> = cycle().iter().map(|v| v * 1.5e307).collect();
+        assert_finds_the_cycle(&huge);
+        let near_max: Vec<f64> = (0..600)
+            .map(|i| if i % 24 < 12 { f64::MAX } else { -f64::MAX })
+            .collect();
+        assert_finds_the_cycle(&near_max);
+    }
+
+    #[test]
+    fn subnormal_series_keep_their_period() {
+        let square: Vec<f64> = (0..600)
+            .map(|i| if i % 24 < 12 { 5e-324 } else { 1e-323 })
+            .collect();
+        assert_finds_the_cycle(&square);
+        let sine: Vec<f64> = cycle().iter().map(|v| (v - 10.0) * 1e-310).collect();
+        assert_finds_the_cycle(&sine);
+        assert!(detect(&[5e-324; 600]).periods().is_empty());
     }
 }

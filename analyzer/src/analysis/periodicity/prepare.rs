@@ -3,14 +3,41 @@
 /// Clip residuals beyond this many robust standard deviations (MAD × 1.4826).
 pub const CLIP_SIGMAS: f64 = 5.0;
 
-/// Removes a linear trend robustly: fit, clip outlying residuals, refit on the clipped
-/// values. Returns the residual variance after both steps.
+/// Before the trend is fitted, values beyond this many robust standard deviations of
+/// the raw series are clipped. Trends, bursts and level shifts lie well inside; one
+/// absurd sample (1e200 among values near 1) would otherwise pull the first line fit,
+/// and, once the series is scaled to ±1, push the rest of it below f64 precision.
+pub const FAR_SIGMAS: f64 = 10.0;
+
+/// Conditions `x` for the spectrum: clips absurd values ([`FAR_SIGMAS`]), scales the
+/// series to a largest magnitude of 1, removes a linear trend robustly (fit, clip
+/// outlying residuals at [`CLIP_SIGMAS`], refit). Returns the residual variance in those
+/// units (0 for an all-zero series), so it compares against a fixed floor whatever the
+/// series' magnitude, from subnormal to near f64::MAX.
 pub fn detrend_and_clip(x: &mut [f64]) -> f64 {
+    if x.is_empty() {
+        return 0.0;
+    }
+    clip_far(x, FAR_SIGMAS);
+    // Every later sum and product works on values within ±1: none can overflow, and
+    // subnormal inputs become ordinary numbers instead of losing their bits.
+    let s = max_abs(x);
+    if s == 0.0 {
+        return 0.0;
+    }
+    for v in x.iter_mut() {
+        *v /= s;
+    }
     subtract_line(x);
     clip_outliers(x, CLIP_SIGMAS);
     subtract_line(x);
     let n = x.len() as f64;
     x.iter().map(|v| v * v).sum::<f64>() / n
+}
+
+/// The largest magnitude in `x` (0 when empty).
+pub fn max_abs(x: &[f64]) -> f64 {
+    x.iter().fold(0.0f64, |a, v| a.max(v.abs()))
 }
 
 /// Subtracts the least-squares line through (index, value).
@@ -37,27 +64,83 @@ pub fn subtract_line(x: &mut [f64]) {
 /// series estimates them as well as the whole, at a fraction of the cost.
 const SCALE_SAMPLE: usize = 4096;
 
-/// Clamps values to median ± k robust standard deviations. The scale is the MAD, or the
-/// mean absolute deviation when more than half the values sit on the median (sparse
-/// bursts), and nothing is clipped when both are zero.
-pub fn clip_outliers(x: &mut [f64], k: f64) {
+/// How to measure the spread when more than half the values sit on the median.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WhenMadIsZero {
+    /// The mean absolute deviation (× 1.2533): sparse bursts keep their share.
+    MeanDeviation,
+    /// The MAD of the values off the median: the typical size of an excursion, which
+    /// one absurd value among few excursions cannot inflate the way it inflates a mean.
+    OffMedian,
+}
+
+/// The bounds median ± k robust standard deviations of `x`, or `None` when the spread
+/// is zero. Computed without overflow for any finite input: when some value is beyond
+/// half the f64 range, deviations are taken on halved values (exact for normal
+/// numbers); otherwise on the values themselves, so subnormals keep every bit. A bound
+/// may be ±infinity (nothing is clipped on that side), never NaN.
+fn robust_bounds(x: &[f64], k: f64, when_zero: WhenMadIsZero) -> Option<(f64, f64)> {
+    if x.is_empty() {
+        return None;
+    }
+    let unit = if max_abs(x) > f64::MAX / 2.0 {
+        0.5
+    } else {
+        1.0
+    };
     let stride = x.len().div_ceil(SCALE_SAMPLE).max(1);
-    let mut buf: Vec<f64> = x.iter().step_by(stride).copied().collect();
+    let mut buf: Vec<f64> = x.iter().step_by(stride).map(|v| v * unit).collect();
     let med = median_in_place(&mut buf);
     buf.clear();
-    buf.extend(x.iter().step_by(stride).map(|v| (v - med).abs()));
-    let mad = median_in_place(&mut buf) * 1.4826;
-    let scale = if mad > 0.0 {
-        mad
+    buf.extend(x.iter().step_by(stride).map(|v| (v * unit - med).abs()));
+    let mad = median_in_place(&mut buf);
+    let spread = if mad > 0.0 {
+        mad * 1.4826
     } else {
-        buf.iter().sum::<f64>() / buf.len() as f64 * 1.2533
+        match when_zero {
+            // Each term divided first: a plain sum of deviations near f64::MAX overflows.
+            WhenMadIsZero::MeanDeviation => {
+                let len = buf.len() as f64;
+                buf.iter().map(|d| d / len).sum::<f64>() * 1.2533
+            }
+            WhenMadIsZero::OffMedian => {
+                buf.retain(|d| *d > 0.0);
+                if buf.is_empty() {
+                    return None;
+                }
+                median_in_place(&mut buf) * 1.4826
+            }
+        }
     };
-    if scale <= 0.0 {
-        return;
+    if spread.is_nan() || spread <= 0.0 {
+        return None;
     }
-    let (lo, hi) = (med - k * scale, med + k * scale);
+    let (lo, hi) = ((med - k * spread) / unit, (med + k * spread) / unit);
+    // NaN cannot arise from finite inputs, but a NaN bound would panic in `clamp`.
+    (lo <= hi).then_some((lo, hi))
+}
+
+fn clamp_all(x: &mut [f64], (lo, hi): (f64, f64)) {
     for v in x.iter_mut() {
         *v = v.clamp(lo, hi);
+    }
+}
+
+/// Clamps values to median ± k robust standard deviations. The scale is the MAD, or the
+/// mean absolute deviation when more than half the values sit on the median (sparse
+/// bursts), and nothing is clipped when both are zero. Safe for any finite values.
+pub fn clip_outliers(x: &mut [f64], k: f64) {
+    if let Some(bounds) = robust_bounds(x, k, WhenMadIsZero::MeanDeviation) {
+        clamp_all(x, bounds);
+    }
+}
+
+/// Clamps values beyond median ± k robust standard deviations of the raw series, where
+/// the scale is the MAD or, when more than half the values sit on the median (an idle
+/// GPU), the MAD of the values off it. Safe for any finite values.
+pub fn clip_far(x: &mut [f64], k: f64) {
+    if let Some(bounds) = robust_bounds(x, k, WhenMadIsZero::OffMedian) {
+        clamp_all(x, bounds);
     }
 }
 
@@ -121,6 +204,42 @@ mod tests {
             left < 0.25,
             "residual variance beyond the other component: {left}"
         );
+    }
+
+    #[test]
+    fn extreme_and_subnormal_values_never_give_a_nan_bound() {
+        let mut alternating: Vec<f64> = (0..100)
+            .map(|i| if i % 2 == 0 { 1e308 } else { -1e308 })
+            .collect();
+        clip_outliers(&mut alternating, CLIP_SIGMAS);
+        clip_far(&mut alternating, FAR_SIGMAS);
+        assert!(alternating.iter().all(|v| v.is_finite()));
+        let v = detrend_and_clip(&mut alternating);
+        assert!(v.is_finite() && v > 0.1, "{v}");
+
+        let mut spike: Vec<f64> = (0..100).map(|i| (i % 7) as f64).collect();
+        spike[40] = f64::MAX;
+        let v = detrend_and_clip(&mut spike);
+        assert!(
+            v.is_finite() && v > 1e-6,
+            "the bulk must survive the spike: {v}"
+        );
+
+        let mut tiny: Vec<f64> = (0..100).map(|i| (i % 7) as f64 * 5e-324).collect();
+        let v = detrend_and_clip(&mut tiny);
+        assert!(
+            v.is_finite() && v > 1e-3,
+            "subnormals are scaled up, not lost: {v}"
+        );
+    }
+
+    #[test]
+    fn a_far_clip_leaves_level_shifts_and_clips_an_absurd_sample() {
+        let mut x: Vec<f64> = (0..200).map(|i| if i < 190 { 0.0 } else { 0.9 }).collect();
+        x[100] = 1e200;
+        clip_far(&mut x, FAR_SIGMAS);
+        assert_eq!(x[195], 0.9, "the level shift is data");
+        assert!(x[100] < 1e3, "{}", x[100]);
     }
 
     #[test]

@@ -252,7 +252,12 @@ impl PrometheusClient {
 #[derive(Debug)]
 enum Failure {
     Transport(reqwest::Error),
-    Status { status: StatusCode, message: String },
+    /// The status and headers arrived, the body did not in full.
+    Body(reqwest::Error),
+    Status {
+        status: StatusCode,
+        message: String,
+    },
     TooLarge(usize),
 }
 
@@ -260,6 +265,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Transport(e) => write!(f, "{}", error_chain(e)),
+            Failure::Body(e) => write!(f, "the response body ended early: {}", error_chain(e)),
             Failure::Status { status, message } => write!(f, "HTTP {status}: {message}"),
             Failure::TooLarge(limit) => write!(f, "response larger than {limit} bytes"),
         }
@@ -275,6 +281,11 @@ impl Failure {
             .unwrap_or_default();
         match self {
             Failure::Transport(e) => SourceError::Unreachable {
+                url: url.to_string(),
+                attempts,
+                cause: error_chain(&e),
+            },
+            Failure::Body(e) => SourceError::Truncated {
                 url: url.to_string(),
                 attempts,
                 cause: error_chain(&e),
@@ -314,7 +325,7 @@ async fn read_bounded(
     while let Some(chunk) = resp
         .chunk()
         .await
-        .map_err(|e| Attempt::Transient(Failure::Transport(e)))?
+        .map_err(|e| Attempt::Transient(Failure::Body(e)))?
     {
         if body.len() + chunk.len() > limit {
             return Err(Attempt::Final(Failure::TooLarge(limit)));

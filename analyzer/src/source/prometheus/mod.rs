@@ -22,6 +22,17 @@ pub enum SourceError {
         /// The transport error.
         cause: String,
     },
+    /// The source answered, but the body ended before its declared end (a proxy or the
+    /// server cut it short), after every retry.
+    #[error("the response body from the source at {url} ended early (it was truncated) after {attempts} attempt(s): {cause}; the server or a proxy in between cut the answer short: check their timeouts and size limits")]
+    Truncated {
+        /// The URL called.
+        url: String,
+        /// Attempts made.
+        attempts: u32,
+        /// The transport error that ended the body.
+        cause: String,
+    },
     /// The source kept answering 5xx.
     #[error(
         "the source at {url} failed with HTTP {status} after {attempts} attempt(s): {message}"
@@ -68,7 +79,7 @@ pub enum SourceError {
         /// The series limit.
         limit: usize,
     },
-    /// The answer is not the API's JSON.
+    /// The answer is not the API's JSON (or the JSON ends early).
     #[error("the source at {url} sent a malformed answer: {detail}; is this a Prometheus-compatible query API?")]
     BadResponse {
         /// The URL called.
@@ -82,17 +93,20 @@ pub enum SourceError {
 }
 
 impl SourceError {
-    /// The exit code DESIGN.md assigns: 3 unreachable, 2 bad query or setup, 1 otherwise.
+    /// The exit code DESIGN.md assigns: 3 when the source is unreachable or broken
+    /// (no answer, 5xx, a truncated or malformed body), 2 for a bad query or setup.
     pub fn exit_code(&self) -> ExitCode {
         match self {
-            SourceError::Unreachable { .. } | SourceError::Unavailable { .. } => {
-                ExitCode::SourceUnreachable
-            }
+            // A source that answers garbage is as unusable as one that does not answer:
+            // the fix is on the source's side (or the URL), not in the analyzer.
+            SourceError::Unreachable { .. }
+            | SourceError::Unavailable { .. }
+            | SourceError::Truncated { .. }
+            | SourceError::BadResponse { .. } => ExitCode::SourceUnreachable,
             SourceError::Query { .. }
             | SourceError::TooLarge { .. }
             | SourceError::TooManySeries { .. }
             | SourceError::Setup(_) => ExitCode::Usage,
-            SourceError::BadResponse { .. } => ExitCode::Runtime,
         }
     }
 }

@@ -174,6 +174,12 @@ fn parse_envelope(body: &[u8]) -> Result<(Data, Vec<String>), ResponseError> {
                     got: p.data.result_type,
                 }
             }
+            // Valid JSON up to where the bytes stop: the body was cut short, and saying
+            // so points at the proxy or server that cut it, not at the API's format.
+            _ if e.is_eof() => ResponseError::Malformed(format!(
+                "the response body ended early (it was truncated after {} bytes): {e}",
+                body.len()
+            )),
             _ => ResponseError::Malformed(e.to_string()),
         })?;
     match env.status.as_str() {
