@@ -23,6 +23,7 @@ use poolprof_e2e::exposition;
 use poolprof_e2e::history;
 use poolprof_e2e::prometheus::{Prometheus, PrometheusConfig};
 use poolprof_e2e::promtool::backfill_openmetrics;
+use poolprof_e2e::server::get_text;
 use poolprof_e2e::wait::until;
 use poolprof_exporter::kubelet::proto::ListPodResourcesResponse;
 use poolprof_inject::aggregate::{Aggregator, KernelRun};
@@ -542,5 +543,58 @@ fn every_metric_the_rules_name_is_published() {
             "{name} was never published"
         );
     }
+
+    // The rules evaluate cleanly on the real exposition (no matching errors, say): a
+    // Prometheus scraping this exporter and loading the rule files reports every rule
+    // healthy, and the recording rules give the scenario's numbers.
+    let mut config = PrometheusConfig::scraping("poolprof-exporter", &exporter.address());
+    config.rule_files = yaml_files(&deploy_dir().join("rules"), ".yml");
+    let prom = Prometheus::start(&config);
+    let expect = |promql: &str, want: f64| {
+        until(promql, WAIT, || {
+            let rows = prom.api().try_query(promql).map_err(|e| e.to_string())?;
+            match rows.as_slice() {
+                [row] if row.value == want => Ok(()),
+                _ => Err(format!("{rows:?} (want one row of {want})")),
+            }
+        });
+    };
+    expect(":poolprof_gpu_up:count", 3.0);
+    expect(":poolprof_gpus_allocated:count", 1.0);
+    expect(
+        &format!("uuid:poolprof_gpu_pod_info:count{{uuid=\"{GPU0}\"}}"),
+        1.0,
+    );
+    expect(
+        "workload:poolprof_workloads_per_gpu:max{workload=\"rules-train\"}",
+        1.0,
+    );
+    // One kernel, long ago: launched at no rate now, but the series is there.
+    expect(
+        "count(workload_kernel:poolprof_kernel_launches:rate5m{workload=\"rules-train\"})",
+        1.0,
+    );
+    // Every group has now run on the exporter's data (each runs every second); a rule
+    // that cannot be evaluated on it is unhealthy from its first run on.
+    std::thread::sleep(Duration::from_secs(3));
+    let body = get_text(&format!("{}/api/v1/rules", prom.url()));
+    let json: serde_json::Value = serde_json::from_str(&body).expect("/api/v1/rules is JSON");
+    let loaded: Vec<&serde_json::Value> = json["data"]["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|group| group["rules"].as_array().into_iter().flatten())
+        .collect();
+    assert_eq!(loaded.len(), rules().len(), "rules loaded: {body}");
+    let unhealthy: Vec<String> = loaded
+        .iter()
+        .filter(|rule| rule["health"] != "ok")
+        .map(|rule| format!("{}: {} {}", rule["name"], rule["health"], rule["lastError"]))
+        .collect();
+    assert!(
+        unhealthy.is_empty(),
+        "rules that do not evaluate on the exporter's series:\n{}",
+        unhealthy.join("\n")
+    );
     drop(sender);
 }
