@@ -4,7 +4,9 @@
 //! our programs really publish: the names are read from the simulated exporter's
 //! `/metrics` (beside a fake kubelet and an injected process, so that pod and kernel
 //! metrics exist) and from poolprof-analyzer's output on simulated history, never from
-//! the sources.
+//! the sources. Then the rule files are loaded into a real Prometheus scraping that
+//! exporter: every rule must evaluate without error on its series, and the recording
+//! rules must give the scenario's numbers.
 
 #[allow(dead_code)] // only `FakeKubelet::start` and `pod` are used here
 #[path = "../../exporter/tests/fake_kubelet/mod.rs"]
@@ -431,7 +433,7 @@ kind = "idle"
 const GPU0: &str = "GPU-00000000-0000-4000-8000-000000000000";
 
 #[test]
-fn every_metric_the_rules_name_is_published() {
+fn the_rules_use_only_published_metrics_and_evaluate_on_them() {
     let referenced = referenced_names();
     let recorded: BTreeSet<String> = rules()
         .into_iter()
