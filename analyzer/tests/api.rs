@@ -320,7 +320,7 @@ fn a_corrupt_registry_is_named_and_left_alone() {
 /// the documented required fields.
 #[tokio::test]
 async fn every_documented_endpoint_answers_as_documented() {
-    let doc: serde_yaml::Value = serde_yaml::from_str(
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(
         &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/api.yaml")).unwrap(),
     )
     .unwrap();
@@ -356,7 +356,7 @@ async fn every_documented_endpoint_answers_as_documented() {
                     s.post(
                         &url,
                         &serde_json::to_string(
-                            &serde_yaml::from_value::<Value>(example.clone()).unwrap(),
+                            &serde_yaml_ng::from_value::<Value>(example.clone()).unwrap(),
                         )
                         .unwrap(),
                     )

@@ -32,6 +32,7 @@ impl Analyze for Echo {
                 period_seconds: mean,
                 strength: request.step_seconds,
                 confidence: 1.0,
+                last_peak_seconds: None,
             }],
             no_period_reason: request.threshold.map(|t| t.to_string()),
             ..Default::default()

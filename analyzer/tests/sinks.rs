@@ -47,11 +47,13 @@ fn report() -> RunReport {
                 period_seconds: 300.0,
                 strength: 0.8,
                 confidence: 0.99,
+                last_peak_seconds: Some(1_767_225_542.0),
             },
             Period {
                 period_seconds: 86_400.0,
                 strength: 0.1,
                 confidence: 0.6,
+                last_peak_seconds: None,
             },
         ],
         forecasts: vec![HorizonForecast {
@@ -130,6 +132,7 @@ fn results_use_the_design_names_and_pass_promtool() {
         "poolprof_workload_period_seconds{rank=\"1\",signal=\"sm_active\",workload=\"ns/train \\\"a\\\"\"} 300",
         "poolprof_workload_period_seconds{rank=\"2\",signal=\"sm_active\",uuid=\"GPU-1\"} 86400",
         "poolprof_workload_periodicity_strength{rank=\"1\",signal=\"sm_active\",uuid=\"GPU-1\"} 0.8",
+        "poolprof_workload_period_last_peak_timestamp_seconds{rank=\"1\",signal=\"sm_active\",uuid=\"GPU-1\"} 1767225542",
         "poolprof_forecast{bound=\"lower\",horizon=\"1h\",signal=\"sm_active\",uuid=\"GPU-1\"} 0.2",
         "poolprof_forecast{bound=\"upper\",horizon=\"1h30m\",signal=\"memory_used\",uuid=\"GPU-1\"} 80000000000",
         "poolprof_forecast_time_to_threshold_seconds{bound=\"lower\",signal=\"memory_used\",uuid=\"GPU-1\"} 1800",
@@ -145,6 +148,10 @@ fn results_use_the_design_names_and_pass_promtool() {
     ] {
         assert!(text.lines().any(|l| l == line), "missing {line}\n{text}");
     }
+    // a period without a peak time has no such sample
+    assert!(!text
+        .lines()
+        .any(|l| l.starts_with("poolprof_workload_period_last_peak_timestamp_seconds{rank=\"2\"")));
     // every mode of the pair, both directions of progress, one recommendation set to 1
     for mode in ["time_slicing", "mps", "mig"] {
         let score = format!(

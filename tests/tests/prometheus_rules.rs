@@ -120,7 +120,7 @@ struct ExprTest {
 struct AlertTest {
     alertname: String,
     #[serde(default)]
-    exp_alerts: Vec<serde_yaml::Value>,
+    exp_alerts: Vec<serde_yaml_ng::Value>,
 }
 
 fn yaml_files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
@@ -137,7 +137,7 @@ fn yaml_files(dir: &Path, suffix: &str) -> Vec<PathBuf> {
 fn read_yaml<T: for<'de> Deserialize<'de>>(path: &Path) -> T {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 /// Every rule of every file in deploy/prometheus/rules/, with where it is.

@@ -253,6 +253,7 @@ mod tests {
             period_seconds: 300.0,
             strength: 0.8,
             confidence: 0.99,
+            last_peak_seconds: Some(1_767_225_560.0),
         };
         let forecast = |h: u64, upper: f64| HorizonForecast {
             horizon: Duration::from_secs(h),

@@ -12,6 +12,7 @@ use crate::pipeline::{RunReport, SeriesReport};
 const PERIOD: &str = "poolprof_workload_period_seconds";
 const STRENGTH: &str = "poolprof_workload_periodicity_strength";
 const CONFIDENCE: &str = "poolprof_workload_period_confidence";
+const LAST_PEAK: &str = "poolprof_workload_period_last_peak_timestamp_seconds";
 const FORECAST: &str = "poolprof_forecast";
 const TIME_TO_THRESHOLD: &str = "poolprof_forecast_time_to_threshold_seconds";
 const LAST_SUCCESS: &str = "poolprof_analyzer_last_success_timestamp_seconds";
@@ -69,6 +70,11 @@ fn declare(out: &mut Exposition) {
         "Share of the signal's variance the period explains, 0-1.",
     );
     out.family(CONFIDENCE, g, "Confidence of the detected period, 0-1.");
+    out.family(
+        LAST_PEAK,
+        g,
+        "The period's phase: Unix time of the cycle's last peak in the analysed window.",
+    );
     out.family(FORECAST, g, "Forecast of a signal at a horizon after the window's end; bound lower/upper is the 95% prediction interval.");
     out.family(TIME_TO_THRESHOLD, g, "Seconds after the last sample until a capacity signal is forecast to reach its limit; bound lower/upper from the 95% interval; absent when it does not within the horizon.");
     out.family(
@@ -119,6 +125,9 @@ fn add_series(out: &mut Exposition, s: &SeriesReport) {
         out.set(PERIOD, &labels, p.period_seconds);
         out.set(STRENGTH, &labels, p.strength);
         out.set(CONFIDENCE, &labels, p.confidence);
+        if let Some(peak) = p.last_peak_seconds {
+            out.set(LAST_PEAK, &labels, peak);
+        }
     }
     for f in &s.analysis.forecasts {
         let horizon = format_horizon(f.horizon);

@@ -22,8 +22,8 @@ pub enum WebConfigError {
     Yaml {
         /// The config file.
         file: PathBuf,
-        /// serde_yaml's error, which carries the field path and line.
-        source: serde_yaml::Error,
+        /// The YAML parser's error, which carries the field path and line.
+        source: serde_yaml_ng::Error,
     },
     /// A field has a value poolprof cannot use.
     #[error("web config {file}: {field}: {message}")]
@@ -193,7 +193,7 @@ impl WebConfig {
         let raw: RawConfig = if text.trim().is_empty() {
             RawConfig::default()
         } else {
-            serde_yaml::from_str(text).map_err(|source| WebConfigError::Yaml {
+            serde_yaml_ng::from_str(text).map_err(|source| WebConfigError::Yaml {
                 file: file.to_path_buf(),
                 source,
             })?

@@ -31,6 +31,11 @@ pub struct Period {
     pub strength: f64,
     /// 1 minus the p-value of the periodogram peak, 0–1.
     pub confidence: f64,
+    /// The phase: Unix time of the cycle's last peak in the analysed window (absent for
+    /// values without timestamps, e.g. a bare grid). Two workloads with one period burst
+    /// in turn when their peaks are half a period apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_peak_seconds: Option<f64>,
 }
 
 /// The answer for one series.
@@ -109,7 +114,54 @@ pub fn detect_periods(series: &Series, config: &PeriodConfig) -> PeriodOutcome {
         Ok(segs) => grid::longest(segs),
         Err(e) => return PeriodOutcome::none(format!("unusable samples: {e}")),
     };
-    detect_on_grid(&segment.values, segment.step, config)
+    let mut outcome = detect_on_grid(&segment.values, segment.step, config);
+    if let PeriodOutcome::Periodic(periods) = &mut outcome {
+        for p in periods {
+            p.last_peak_seconds = last_peak(
+                &segment.values,
+                segment.start,
+                segment.step,
+                p.period_seconds,
+            );
+        }
+    }
+    outcome
+}
+
+/// Unix time of the last peak of `values` (the first at `start`, then `step` apart)
+/// at `period`: the series folded at the period from its start (times relative to the
+/// window, so a period refined to a fraction of a step does not drift over the epoch),
+/// the centre of the step-wide bin with the highest mean, then the last repeat of that
+/// offset inside the window.
+pub fn last_peak(values: &[f64], start: f64, step: f64, period: f64) -> Option<f64> {
+    let bins = (period / step).round();
+    if !(2.0..=1e6).contains(&bins) || values.len() < bins as usize {
+        return None;
+    }
+    let bins = bins as usize;
+    // Scaled so that sums of any finite values stay finite.
+    let scale = values
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |m, v| m.max(v.abs()));
+    if scale == 0.0 {
+        return None;
+    }
+    let (mut sum, mut count) = (vec![0.0; bins], vec![0u32; bins]);
+    for (i, v) in values.iter().enumerate().filter(|(_, v)| v.is_finite()) {
+        let at = (i as f64 * step).rem_euclid(period);
+        let b = ((at / period * bins as f64) as usize).min(bins - 1);
+        sum[b] += v / scale;
+        count[b] += 1;
+    }
+    let mean = |b: usize| sum[b] / f64::from(count[b]);
+    let best = (0..bins)
+        .filter(|&b| count[b] > 0)
+        .max_by(|&a, &b| mean(a).total_cmp(&mean(b)))?;
+    let offset = (best as f64 + 0.5) * period / bins as f64;
+    let span = (values.len() - 1) as f64 * step;
+    let repeats = ((span - offset) / period).floor().max(0.0);
+    Some(start + offset + repeats * period)
 }
 
 /// Finds the periods of evenly spaced `values` (`step` seconds apart).
@@ -216,6 +268,7 @@ fn test_candidates(
             period_seconds: steps * step,
             strength: hill.height,
             confidence: (1.0 - p).clamp(0.0, 1.0),
+            last_peak_seconds: None,
         });
         if found.periods.len() >= config.max_periods {
             break;
@@ -310,6 +363,34 @@ mod tests {
                 "{truth} missing from {out:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_last_peak_is_when_the_cycle_bursts_whatever_the_window() {
+        // a 5-minute cycle bursting at 120-150 s past each multiple of 300 s, seen from
+        // two windows that start at different points of the cycle
+        for start in [1_767_225_600.0, 1_767_225_600.0 + 77.0 * 15.0] {
+            let points: Vec<(f64, f64)> = (0..480)
+                .map(|i| {
+                    let t = start + 15.0 * f64::from(i);
+                    let burst = (120.0..150.0).contains(&t.rem_euclid(300.0));
+                    (t, if burst { 0.9 } else { 0.05 })
+                })
+                .collect();
+            let out = detect_periods(&Series::from_points(points), &PeriodConfig::default());
+            let p = out.periods()[0];
+            assert!((p.period_seconds - 300.0).abs() < 3.0, "{out:?}");
+            let peak = p.last_peak_seconds.unwrap();
+            let end = start + 479.0 * 15.0;
+            // in the window's last period, and in a burst
+            assert!(peak <= end && peak > end - 300.0 - 15.0, "{peak} vs {end}");
+            let phase = peak.rem_euclid(300.0);
+            assert!((110.0..160.0).contains(&phase), "{phase}");
+        }
+        // degenerate input: no peak rather than a made-up one
+        assert_eq!(last_peak(&[0.0; 100], 0.0, 15.0, 300.0), None);
+        assert_eq!(last_peak(&[1.0; 10], 0.0, 15.0, 300.0), None);
+        assert!(last_peak(&[f64::MAX, -f64::MAX].repeat(50), 0.0, 1.0, 2.0).is_some());
     }
 
     #[test]
