@@ -152,11 +152,28 @@ fn season_of(y: &[f64], step: f64, choice: PeriodChoice) -> Option<Season> {
                 .find(|s| fits(y.len(), s / step))?
         }
     };
-    let period = seconds / step;
+    let period = whole_steps(seconds / step);
     if fits(y.len(), period) {
         Season::new(period)
     } else {
         None
+    }
+}
+
+/// Steps within this of a whole number are a whole number of steps.
+pub const WHOLE_STEP_TOLERANCE: f64 = 0.05;
+
+/// A period in steps, snapped to the whole number it is within
+/// [`WHOLE_STEP_TOLERANCE`] of. Detection refines a period to a fraction of a step (a
+/// day of hourly data reads as 86,370 s): left fractional, the season's phase
+/// interpolates between states and drifts from the clock's. A period clearly between
+/// whole steps (a 37.3-step training iteration) stays fractional, which keeps it aligned.
+pub fn whole_steps(period: f64) -> f64 {
+    let whole = period.round();
+    if (period - whole).abs() <= WHOLE_STEP_TOLERANCE {
+        whole
+    } else {
+        period
     }
 }
 
@@ -270,6 +287,28 @@ mod tests {
             assert_eq!(v.len(), 30);
         }
         assert!(f.lower_95[0] < f.lower_80[0] && f.upper_80[0] < f.upper_95[0]);
+    }
+
+    #[test]
+    fn a_refined_daily_period_is_forecast_as_a_whole_number_of_steps() {
+        // hourly, 14 days, one busy hour a day (a nightly batch) over a flat base; the
+        // detector refines the day to 86,370 s, but the season must stay 24 steps
+        let busy = |i: usize| if i % 24 == 3 { 10.0 } else { 1.0 };
+        let points: Vec<(f64, f64)> = (0..24 * 14)
+            .map(|i| (3600.0 * i as f64, busy(i) + 0.01 * ((i * 7919) % 7) as f64))
+            .collect();
+        let cfg = ForecastConfig {
+            horizon_steps: 48,
+            period: PeriodChoice::Seconds(86_370.0),
+            ..Default::default()
+        };
+        let f = forecast(&Series::from_points(points), &cfg).unwrap();
+        assert_eq!(f.period_seconds, Some(86_400.0));
+        let n = 24 * 14;
+        for (h, v) in f.point.iter().enumerate() {
+            let truth = busy(n + h);
+            assert!((v - truth).abs() < 1.0, "step {h}: {v} against {truth}");
+        }
     }
 
     #[test]
