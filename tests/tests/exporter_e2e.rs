@@ -222,12 +222,18 @@ fn a_failing_gpu_goes_down_alone_and_comes_back_with_its_xid() {
         vec![1.0],
         "the scrape survives"
     );
+    // While down its readings are gone; what names it and what took it down stay.
     let leftovers = api.query(&format!(
-        "{{uuid=\"{doomed}\", __name__!=\"poolprof_gpu_up\"}}"
+        "{{uuid=\"{doomed}\", __name__!~\"poolprof_gpu_up|poolprof_gpu_info|poolprof_gpu_xid_errors_total\"}}"
     ));
     assert!(
         leftovers.is_empty(),
-        "a GPU that is down keeps no other series: {leftovers:?}"
+        "a GPU that is down keeps no readings: {leftovers:?}"
+    );
+    assert_eq!(
+        values(api, &format!("poolprof_gpu_info{{uuid=\"{doomed}\"}}")),
+        vec![1.0],
+        "its identity stays while it is down"
     );
     assert!(
         !api.query(&format!(
@@ -254,7 +260,7 @@ fn a_failing_gpu_goes_down_alone_and_comes_back_with_its_xid() {
     );
     let xid = wait::until("the Xid 79 counter", SIM_WAIT, || {
         let rows = api.query(&format!(
-            "poolprof_gpu_xid_errors_total{{uuid=\"{doomed}\"}}"
+            "poolprof_gpu_xid_errors_total{{uuid=\"{doomed}\"}} > 0"
         ));
         if rows.is_empty() {
             Err("no poolprof_gpu_xid_errors_total series".to_string())
@@ -266,6 +272,15 @@ fn a_failing_gpu_goes_down_alone_and_comes_back_with_its_xid() {
     assert_eq!(xid[0].label("xid"), "79");
     assert_eq!(xid[0].label("gpu"), "1");
     assert_eq!(xid[0].value, 1.0);
+    // born at 0, so the first event is an increase PromQL sees
+    let rose = values(
+        api,
+        &format!("increase(poolprof_gpu_xid_errors_total{{uuid=\"{doomed}\",xid=\"79\"}}[10m])"),
+    );
+    assert!(
+        rose.len() == 1 && rose[0] > 0.5,
+        "increase() of the first Xid 79: {rose:?}"
+    );
     assert!(
         !api.query(&format!(
             "poolprof_gpu_memory_used_bytes{{uuid=\"{doomed}\"}}"

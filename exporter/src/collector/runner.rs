@@ -187,11 +187,13 @@ impl Collection {
             let labels = [("gpu", index.as_str()), ("uuid", uuid.as_str())];
             out.gauge(
                 "poolprof_gpu_up",
-                "1 when the GPU answered this collection; at 0 its other series are absent.",
+                "1 when the GPU answered this collection; at 0 its readings are absent, its identity and Xid counts stay.",
                 &labels,
                 if up { 1.0 } else { 0.0 },
             );
-            let Some(id) = identity.filter(|_| up) else {
+            // The identity stays while the GPU is down: that is when an operator needs
+            // to know which GPU it is.
+            let Some(id) = identity else {
                 continue;
             };
             out.info(
@@ -206,6 +208,9 @@ impl Collection {
                     ("cuda_version", &cuda),
                 ],
             );
+            if !up {
+                continue;
+            }
             gpus.push(Gpu {
                 index,
                 uuid,
@@ -232,7 +237,7 @@ fn log_transition(position: usize, identity: Option<&Identity>, up: bool, first:
         (false, _) => tracing::warn!(
             position,
             uuid,
-            "GPU does not answer; poolprof_gpu_up is 0 and its series are withheld"
+            "GPU does not answer; poolprof_gpu_up is 0 and its readings are withheld"
         ),
     }
 }
@@ -414,7 +419,11 @@ mod tests {
             value(&set, "poolprof_gpu_up", &[("uuid", "GPU-test-1")]),
             Some(0.0)
         );
-        assert_eq!(series_of(&set, "GPU-test-1"), Vec::<String>::new());
+        // readings are withheld; what names the GPU and what took it down stay
+        assert_eq!(
+            series_of(&set, "GPU-test-1"),
+            ["poolprof_gpu_info", "poolprof_gpu_xid_errors_total"]
+        );
         assert_eq!(series_of(&set, "GPU-test-0"), healthy);
         assert_eq!(series_of(&set, "GPU-test-2"), healthy);
         backend.devices[1]

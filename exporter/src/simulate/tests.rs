@@ -188,7 +188,7 @@ fn series(all: &[Sample], starts_with: &str) -> BTreeMap<i64, f64> {
 }
 
 #[test]
-fn failing_gpu_is_down_and_absent_in_its_window() {
+fn failing_gpu_is_down_its_readings_absent_its_identity_and_xids_kept() {
     let all = samples(&history(1, 6));
     let start = END as i64 - 3600;
     let failing = "GPU-00000000-0000-4000-8000-000000000004";
@@ -205,8 +205,30 @@ fn failing_gpu_is_down_and_absent_in_its_window() {
     let power = series(&all, "poolprof_gpu_power_usage_watts{gpu=\"4\"");
     assert!(power.keys().all(|ts| !(10..310).contains(&(ts - start))));
     assert!(power.contains_key(&start) && power.contains_key(&(start + 315)));
-    let xid = series(&all, "poolprof_gpu_xid_errors_total{");
-    assert!(xid.values().any(|v| *v >= 1.0), "Xid 79 counted: {xid:?}");
+    // Xid 79 is there at 0 before, counted while the GPU is down, and stays counted once
+    let xid = series(
+        &all,
+        &format!("poolprof_gpu_xid_errors_total{{gpu=\"4\",uuid=\"{failing}\",xid=\"79\"}}"),
+    );
+    assert_eq!(xid.get(&start), Some(&0.0), "born at 0: {xid:?}");
+    assert_eq!(
+        xid.get(&(start + 150)),
+        Some(&1.0),
+        "kept while down: {xid:?}"
+    );
+    assert_eq!(
+        xid.get(&(start + 3600)),
+        Some(&1.0),
+        "counted once: {xid:?}"
+    );
+    let info = series(
+        &all,
+        &format!("poolprof_gpu_info{{gpu=\"4\",uuid=\"{failing}\""),
+    );
+    assert!(
+        info.contains_key(&(start + 150)),
+        "the identity stays while down"
+    );
 }
 
 #[test]
