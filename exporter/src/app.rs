@@ -117,8 +117,10 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
         gpus,
         interval = %humantime::format_duration(args.collect_interval),
         addresses = ?bound.local_addrs(),
-        kernels_socket = ?kernels.as_ref().map(|k| k.path().display().to_string()),
-        kubelet_socket = ?kubelet_socket,
+        kernels_socket = %kernels
+            .as_ref()
+            .map_or_else(|| "off".to_string(), |k| k.path().display().to_string()),
+        kubelet_socket = %kubelet_socket.as_deref().unwrap_or("off"),
         "poolprof-exporter started"
     );
     runtime.block_on(bound.serve(termination()));
