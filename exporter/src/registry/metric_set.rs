@@ -100,6 +100,22 @@ impl MetricSet {
     }
 }
 
+/// Significant digits a fractional value keeps.
+const SIGNIFICANT_DIGITS: usize = 15;
+
+/// `value` without the last-digit noise of binary arithmetic (97.8486 / 100 prints as
+/// 0.9784860000000001): fractional values are rounded to [`SIGNIFICANT_DIGITS`], well
+/// beyond any reading's precision. Whole numbers (counts, bytes) are kept exact, and
+/// rounding is monotone, so counters still never go down.
+pub fn tidy(value: f64) -> f64 {
+    if !value.is_finite() || value.fract() == 0.0 {
+        return value;
+    }
+    format!("{value:.prec$e}", prec = SIGNIFICANT_DIGITS - 1)
+        .parse()
+        .unwrap_or(value)
+}
+
 fn new_family(name: &str, help: &str, kind: MetricKind) -> MetricFamily {
     let mut family = MetricFamily::default();
     family.set_name(name.to_string());
@@ -124,6 +140,7 @@ fn sample(kind: MetricKind, labels: &[(&str, &str)], value: f64, ts: Option<i64>
             })
             .collect(),
     );
+    let value = tidy(value);
     match kind {
         MetricKind::Counter => {
             let mut counter = Counter::default();
@@ -140,4 +157,20 @@ fn sample(kind: MetricKind, labels: &[(&str, &str)], value: f64, ts: Option<i64>
         metric.set_timestamp_ms(ts);
     }
     metric
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fractional_values_lose_binary_noise_whole_ones_stay_exact() {
+        assert_eq!(super::tidy(97.8486 / 100.0).to_string(), "0.978486");
+        assert_eq!(super::tidy(0.1 + 0.2).to_string(), "0.3");
+        assert_eq!(
+            super::tidy(9_007_199_254_740_993.0),
+            9_007_199_254_740_993.0
+        );
+        assert!(super::tidy(f64::NAN).is_nan());
+        assert_eq!(super::tidy(f64::INFINITY), f64::INFINITY);
+        assert_eq!(super::tidy(-2.5e-7 / 3.0), -8.33333333333333e-8);
+    }
 }
