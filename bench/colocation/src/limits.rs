@@ -70,7 +70,7 @@ pub fn report(
         let (Some(f), Some(d)) = (free.get(n), by_name.get(n.as_str())) else {
             bail!("{n}: no unlimited alone rate or no profile");
         };
-        let p = mps::progress_limited(d, &idle, share, c).0;
+        let p = mps::progress_limited(d, &idle, share).0;
         println!("| {n} | {:.3} | {p:.3} |", r / f);
         meas.push((r / f, r / f));
         pred.push((p, p));
@@ -113,7 +113,7 @@ pub fn report(
         let (Some(da), Some(db)) = (by_name.get(a.as_str()), by_name.get(b.as_str())) else {
             bail!("no profile for {a} or {b}");
         };
-        let lp = mps::progress_limited(da, db, share, c);
+        let lp = mps::progress_limited(da, db, share);
         let fp = mps::progress(da, db, c);
         println!(
             "| {a} + {b} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} |",

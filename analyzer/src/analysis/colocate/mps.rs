@@ -3,24 +3,54 @@
 //! workload of many dependent launches starves beside one of long, full kernels
 //! (measured on an H100: a bandwidth loop kept ~97%, a training job beside it ~5%).
 //!
-//! For X beside Y: `s_X = 1 / (1 + L_X · r_Y · d_Y · fill_Y + sharing · d_X · d_Y · occ_Y)`
-//! where `fill_Y = clamp((occ_busy_Y − threshold) / (1 − threshold), 0, 1)` is how far
-//! Y's kernels fill the SMs while they run. With SM limits that add up to at most 100%
-//! the two clients hold disjoint SMs, so nothing blocks, but each runs its kernels on
-//! its share only (a model of the limits, not yet measured on hardware: the predicted
-//! progress is always without limits; the limits come as advice beside it).
+//! For X beside Y, X's wall time per unit of its work alone is
+//! `T_X = (1 − d_X) + d_X · (1 + sharing · u_Y · occ_busy_Y) + L_X · r_Y · u_Y · fill_Y`,
+//! its progress `s_X = 1 / T_X`, and `u_Y` is how busy Y keeps the GPU *beside X*
+//! (`s_Y` times Y's stretched GPU time), where
+//! `fill_Y = clamp((occ_busy_Y − threshold) / (1 − threshold), 0, 1)` is how far Y's
+//! kernels fill the SMs while they run. Both sides depend on each other, so the fixed
+//! point is found by iteration from the duty cycles alone, as for time-slicing: a
+//! peer that is itself starved (its launches waiting behind X) holds the GPU less
+//! and costs X less. Reading the peer's duty beside X rather than alone is what the
+//! runs chose: on runs 2 and 3 (56 pairs) it lowered the leave-one-program-out error
+//! from 0.096 to 0.078 (`docs/validation/colocation-h100.md`).
+//!
+//! With SM limits that add up to at most 100% the two clients hold disjoint SMs, so
+//! nothing blocks, but each runs its kernels on its share only.
 
 use super::time_slicing::memory_reason;
 use super::{feasible, infeasible, Constants, Demand, Mode, ModePrediction, SmShare};
 
+const ITERATIONS: usize = 200;
+
 /// Both sides' normalized progress under MPS without SM limits.
 pub fn progress(a: &Demand, b: &Demand, c: &Constants) -> (f64, f64) {
-    (side(a, b, c), side(b, a, c))
+    let (mut ua, mut ub) = (a.duty, b.duty);
+    let (mut sa, mut sb) = (1.0, 1.0);
+    for _ in 0..ITERATIONS {
+        let (ga, gb) = (gpu_time(a, b, ub, c), gpu_time(b, a, ua, c));
+        let na = 1.0 / ((1.0 - a.duty) + ga + waiting(a, b, ub, c));
+        let nb = 1.0 / ((1.0 - b.duty) + gb + waiting(b, a, ua, c));
+        let settled = (na - sa).abs() < 1e-9 && (nb - sb).abs() < 1e-9;
+        (sa, sb) = (na, nb);
+        (ua, ub) = ((sa * ga).min(1.0), (sb * gb).min(1.0));
+        if settled {
+            break;
+        }
+    }
+    (sa, sb)
 }
 
-fn side(x: &Demand, peer: &Demand, c: &Constants) -> f64 {
-    let blocking = x.launch_rate * peer.residual_seconds * peer.duty * fill(peer, c);
-    1.0 / (1.0 + blocking + sharing(x, peer, c))
+/// X's GPU seconds per second of its work alone: its kernels stretch while the peer's
+/// warps (busy `peer_busy` of the time) share the SMs' issue slots, caches and DRAM.
+fn gpu_time(x: &Demand, peer: &Demand, peer_busy: f64, c: &Constants) -> f64 {
+    x.duty * (1.0 + c.mps_sharing * peer_busy * peer.occupancy_busy)
+}
+
+/// X's seconds per second of its work alone spent with launches waiting for the
+/// peer's kernels to drain from the SMs.
+fn waiting(x: &Demand, peer: &Demand, peer_busy: f64, c: &Constants) -> f64 {
+    x.launch_rate * peer.residual_seconds * peer_busy * fill(peer, c)
 }
 
 /// How far `x`'s kernels fill the SMs while they run, 0–1.
@@ -29,33 +59,36 @@ pub fn fill(x: &Demand, c: &Constants) -> f64 {
     ((x.occupancy_busy - t) / (1.0 - t)).clamp(0.0, 1.0)
 }
 
-fn sharing(x: &Demand, peer: &Demand, c: &Constants) -> f64 {
-    c.mps_sharing * x.duty * peer.duty * peer.occupancy
-}
+/// How much of a workload's SM activity a limit does not need, per unit of its DRAM
+/// activity while busy: memory-bound kernels keep their warps resident waiting on DRAM,
+/// so fewer SMs still saturate the bandwidth. Fitted on the eight calibration programs
+/// alone at 50% of the SMs (run 4: the bandwidth loop kept 1.01 of its speed, the
+/// embedding lookups 0.71); a fifth fitted constant, beside [`Constants`].
+pub const LIMIT_DRAM_RELIEF: f64 = 0.52;
 
-/// Both sides' progress with SM limits `share` (percent each, adding up to ≤ 100).
-pub fn progress_limited(a: &Demand, b: &Demand, share: SmShare, c: &Constants) -> (f64, f64) {
+/// Both sides' progress with SM limits `share` (percent each, adding up to ≤ 100): no
+/// launch waits for the other's kernels, each runs its kernels on its share of the SMs
+/// (stretched where it needs more than that), and while both run, DRAM demand beyond
+/// the device's bandwidth stretches both.
+pub fn progress_limited(a: &Demand, b: &Demand, share: SmShare) -> (f64, f64) {
     let one = |x: &Demand, peer: &Demand, percent: u8| {
-        let stretch = (x.sm_busy / (f64::from(percent) / 100.0)).max(1.0);
-        1.0 / ((1.0 - x.duty) + x.duty * stretch + sharing(x, peer, c))
+        let need = x.sm_busy * (1.0 - LIMIT_DRAM_RELIEF * x.dram_busy).max(0.0);
+        let stretch = (need / (f64::from(percent) / 100.0)).max(1.0);
+        let overflow = (x.dram_busy + peer.dram_busy - 1.0).max(0.0) * peer.duty;
+        1.0 / ((1.0 - x.duty) + x.duty * (stretch + overflow))
     };
     (one(a, b, share.a_percent), one(b, a, share.b_percent))
 }
 
 /// The best SM split in steps of 10%, when one beats running without limits.
-fn best_limits(
-    a: &Demand,
-    b: &Demand,
-    c: &Constants,
-    uncapped: f64,
-) -> Option<(SmShare, f64, f64)> {
+fn best_limits(a: &Demand, b: &Demand, uncapped: f64) -> Option<(SmShare, f64, f64)> {
     (1..10u8)
         .map(|i| SmShare {
             a_percent: i * 10,
             b_percent: 100 - i * 10,
         })
         .map(|s| {
-            let (pa, pb) = progress_limited(a, b, s, c);
+            let (pa, pb) = progress_limited(a, b, s);
             (s, pa, pb)
         })
         .filter(|(_, pa, pb)| (pa + pb) / 2.0 > uncapped + 0.02)
@@ -83,9 +116,9 @@ pub fn predict(a: &Demand, b: &Demand, c: &Constants, fits: bool, capacity: f64)
     };
     let uncapped = (pa + pb) / 2.0;
     let mut prediction = feasible(Mode::Mps, pa, pb, String::new());
-    if let Some((share, la, lb)) = best_limits(a, b, c, uncapped) {
+    if let Some((share, la, lb)) = best_limits(a, b, uncapped) {
         reason = format!(
-            "{reason}; SM limits of {}% and {}% would keep them apart (predicted {la:.2} and {lb:.2}; a model of the limits, not yet measured)",
+            "{reason}; SM limits of {}% and {}% would keep them apart (predicted {la:.2} and {lb:.2}; the limit model is rougher than the one without limits: docs/colocation.md)",
             share.a_percent, share.b_percent
         );
         prediction.sm_share = Some(share);
