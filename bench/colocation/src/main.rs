@@ -199,7 +199,21 @@ fn mode_choice(observations: &[Observation], c: &Constants, name: &str) {
     mode_choice_from(observations, &predicted, name);
 }
 
-/// How often the predicted better of time-slicing and MPS was the measured better, and
+/// A feasible prediction of `mode` with both sides' progress `p`.
+fn prediction(mode: Mode, p: (f64, f64)) -> poolprof_analyzer::analysis::colocate::ModePrediction {
+    poolprof_analyzer::analysis::colocate::ModePrediction {
+        mode,
+        feasible: true,
+        progress_a: p.0,
+        progress_b: p.1,
+        score: (p.0 + p.1) / 2.0,
+        sm_share: None,
+        mig: None,
+        reason: String::new(),
+    }
+}
+
+/// How often the recommended one of time-slicing and MPS was the measured better, and
 /// how many pairs the predictions call "good" although a side measured under 0.5.
 fn mode_choice_from(measured: &[Observation], predicted: &[Observation], name: &str) {
     let key = |o: &Observation| (o.a.clone(), o.b.clone());
@@ -234,23 +248,20 @@ fn mode_choice_from(measured: &[Observation], predicted: &[Observation], name: &
         };
         let p = &pred[pair];
         let (pt, pm) = (p[&Mode::TimeSlicing], p[&Mode::Mps]);
-        let chosen = evaluate::best_mode(pt, pm);
+        // The mode the analyzer would recommend between these two (its tie rule
+        // included), not merely the higher predicted score.
+        let choice = recommend::choose(
+            pair.0.clone(),
+            pair.1.clone(),
+            vec![prediction(Mode::TimeSlicing, pt), prediction(Mode::Mps, pm)],
+        );
+        let chosen = choice.recommended_mode.unwrap_or(Mode::TimeSlicing);
         total += 1;
         if chosen == evaluate::best_mode(mt, mm) || ((mt.0 + mt.1) - (mm.0 + mm.1)).abs() < 0.04 {
             hits += 1;
         }
-        let chosen_pred = if chosen == Mode::Mps { pm } else { pt };
         let chosen_meas = if chosen == Mode::Mps { mm } else { mt };
-        let v = recommend::verdict(&poolprof_analyzer::analysis::colocate::ModePrediction {
-            mode: chosen,
-            feasible: true,
-            progress_a: chosen_pred.0,
-            progress_b: chosen_pred.1,
-            score: (chosen_pred.0 + chosen_pred.1) / 2.0,
-            sm_share: None,
-            mig: None,
-            reason: String::new(),
-        });
+        let v = choice.recommendation;
         if v == Recommendation::Good {
             good += 1;
             if chosen_meas.0.min(chosen_meas.1) < 0.5 {
@@ -258,7 +269,7 @@ fn mode_choice_from(measured: &[Observation], predicted: &[Observation], name: &
             }
         }
     }
-    println!("Mode choice ({name}): the better of time-slicing and MPS picked in {hits} of {total} pairs (a tie within 0.04 of score counts as picked); {good} pairs called good, {wrong_good} of them with a side measured under 0.5.");
+    println!("Mode choice ({name}): the recommended one of time-slicing and MPS was the measured better in {hits} of {total} pairs (a measured tie, scores within 0.02, counts as picked); {good} pairs called good, {wrong_good} of them with a side measured under 0.5.");
 }
 
 /// The command line.
