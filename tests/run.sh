@@ -18,10 +18,12 @@ die() {
 }
 
 # --- Debian packages: the real servers the end-to-end tests start -------------------
-# binary → package. promtool comes with prometheus. kubernetes-client is left out on
-# purpose: it conflicts with a preinstalled kubectl on some machines.
-bins=(prometheus promtool prometheus-pushgateway victoria-metrics)
-pkgs=(prometheus prometheus prometheus-pushgateway victoria-metrics)
+# binary → package. promtool comes with prometheus. kubectl (for `kubectl kustomize`)
+# comes from kubernetes-client only when no kubectl exists, since that package conflicts
+# with a preinstalled one; Debian 12's (1.20) is too old for the manifests' kustomize
+# files, and tests/tests/kubernetes_manifests.rs then says to install kubectl 1.21+.
+bins=(prometheus promtool prometheus-pushgateway victoria-metrics kubectl)
+pkgs=(prometheus prometheus prometheus-pushgateway victoria-metrics kubernetes-client)
 
 missing_pkgs() {
   local i wanted=()
@@ -52,7 +54,21 @@ if [ -n "$need" ]; then
   still=$(missing_pkgs)
   [ -z "$still" ] || die "installed $need but still missing binaries of: $still"
 else
-  step "Debian packages present: prometheus, promtool, prometheus-pushgateway, victoria-metrics"
+  step "Debian packages present: prometheus, promtool, prometheus-pushgateway, victoria-metrics, kubectl"
+fi
+
+# --- Python packages: schema validators of the Kubernetes manifests -------------------
+# kubernetes-validate (core kinds) and the prometheus-operator CRD models that
+# deploy/kubernetes/check-monitors.py checks ServiceMonitors and PodMonitors with.
+py_pkgs="kubernetes-validate cloudcoil-models-prometheus-operator"
+py_check='import kubernetes_validate, cloudcoil.models.prometheus_operator'
+command -v python3 >/dev/null 2>&1 || die "python3 not found: install it (Debian: python3 python3-pip) and re-run"
+if ! python3 -c "$py_check" 2>/dev/null; then
+  step "installing Python packages for this user: $py_pkgs"
+  # shellcheck disable=SC2086 # one word per package
+  python3 -m pip install --user --quiet --no-warn-script-location $py_pkgs ||
+    die "pip install --user $py_pkgs failed (above); a Debian-managed python3 needs a virtualenv or PIP_BREAK_SYSTEM_PACKAGES=1"
+  python3 -c "$py_check" || die "installed $py_pkgs but python3 still cannot import them"
 fi
 
 # --- Rust toolchain -------------------------------------------------------------------
@@ -77,6 +93,8 @@ step "versions"
   else
     prometheus --version 2>&1 | head -n 1
   fi
+  kubectl version --client 2>&1 | head -n 2
+  python3 -m kubernetes_validate --version | sed 's/^/kubernetes-validate /'
 } | sed 's/^/    /'
 
 # --- Checks ---------------------------------------------------------------------------
