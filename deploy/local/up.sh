@@ -287,6 +287,10 @@ Paste into Prometheus:
 
 Logs and data: $RUN_DIR
 TEXT
+if [ "$mode" = real ]; then
+  say "On real GPUs there is no backfilled history: periods, forecasts and co-location"
+  say "scores appear as history accumulates (a period needs a few of its cycles)."
+fi
 
 if [ "$detach" = 1 ]; then
   say "Stop it with: bash deploy/local/down.sh"
