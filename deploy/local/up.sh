@@ -221,11 +221,12 @@ $(tail -n 5 "$RUN_DIR/simulate.log")"
                             print substr($0, 1, i) l sep rest }
       else { print substr($0, 1, s - 1) "{" l "}" substr($0, s) } }' \
     "$RUN_DIR/history.om" >"$RUN_DIR/history-labelled.om"
+  rm -f "$RUN_DIR/history.om"
   promtool tsdb create-blocks-from openmetrics "$RUN_DIR/history-labelled.om" \
     "$RUN_DIR/prometheus-data" >"$RUN_DIR/backfill.log" 2>&1 ||
     failed "promtool could not backfill the history ($RUN_DIR/backfill.log):
 $(tail -n 5 "$RUN_DIR/backfill.log")"
-  rm -f "$RUN_DIR/history.om" "$RUN_DIR/history-labelled.om"
+  rm -f "$RUN_DIR/history-labelled.om"
 fi
 
 # --- Start -------------------------------------------------------------------------------
