@@ -7,11 +7,13 @@
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use poolprof_e2e::api::ApiClient;
 use poolprof_e2e::bins::{bin_dir, workspace_bin};
 use poolprof_e2e::ports::free_port;
 use poolprof_e2e::server::get_text;
+use poolprof_e2e::wait::until;
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../deploy/local/{name}"))
@@ -159,8 +161,16 @@ fn up_brings_analyzer_results_into_prometheus_and_down_leaves_nothing_running() 
     let up_gpus = api.query(":poolprof_gpu_up:count");
     assert_eq!(up_gpus.len(), 1, "{up_gpus:?}");
     assert_eq!(up_gpus[0].value, 7.0, "the scenario's 7 GPUs");
-    let exporter_up = api.query(r#"up{job="poolprof-exporter"}"#);
-    assert_eq!(exporter_up.len(), 1, "{exporter_up:?}");
+    // up.sh waits for the analyzer's results only; the live exporter's first scrape may
+    // come a scrape interval (5 s) later.
+    until(
+        "Prometheus scraping the live exporter",
+        Duration::from_secs(30),
+        || match api.try_query(r#"up{job="poolprof-exporter"} == 1"#) {
+            Ok(rows) if rows.len() == 1 => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    );
     // The analyzer's REST API answers.
     let health = get_text(&format!(
         "http://127.0.0.1:{}/health",
