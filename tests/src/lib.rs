@@ -20,9 +20,11 @@
 
 pub mod api;
 pub mod bins;
+pub mod dashboards;
 pub mod exporter;
 pub mod exposition;
 pub mod history;
+pub mod history_extras;
 pub mod ports;
 pub mod process;
 pub mod prometheus;

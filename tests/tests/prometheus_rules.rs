@@ -1,6 +1,7 @@
 //! deploy/prometheus/: the example configuration, the recording and alert rules and
 //! their promtool unit tests pass `deploy/prometheus/check.sh`, and every `poolprof_*`
-//! metric the rules name (in expressions, annotations and the unit tests' series) is one
+//! metric the rules name (in expressions, annotations and the unit tests' series), and
+//! every one the Grafana dashboards of dashboards/ name, is one
 //! our programs really publish: the names are read from the simulated exporter's
 //! `/metrics` (beside a fake kubelet and an injected process, so that pod and kernel
 //! metrics exist) and from poolprof-analyzer's output on simulated history, never from
@@ -20,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use fake_kubelet::{pod, FakeKubelet, Mode};
 use poolprof_e2e::bins::workspace_bin;
+use poolprof_e2e::dashboards;
 use poolprof_e2e::exporter::Exporter;
 use poolprof_e2e::exposition;
 use poolprof_e2e::history;
@@ -179,7 +181,13 @@ fn promql_names(expr: &str) -> Vec<String> {
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
-        if c == '"' || c == '\'' || c == '`' {
+        if c == '[' {
+            // a range or subquery: durations and Grafana's $__range, no names
+            while i < chars.len() && chars[i] != ']' {
+                i += 1;
+            }
+            i += 1;
+        } else if c == '"' || c == '\'' || c == '`' {
             i += 1;
             while i < chars.len() && chars[i] != c {
                 if chars[i] == '\\' && c != '`' {
@@ -225,10 +233,12 @@ fn text_names(text: &str) -> Vec<String> {
 #[test]
 fn promql_names_skips_strings_numbers_and_functions_too() {
     let names = promql_names(
-        r#"label_replace(max_over_time(a:poolprof_x:max[1h]) < 0.3, "workload_a", "$1", "poolprof_in_a_string", "(.+)") and on (uuid) poolprof_y_total{kind='poolprof_z'} offset 15m"#,
+        r#"label_replace(max_over_time(a:poolprof_x:max[1h]) < 0.3 or sum_over_time(poolprof_s[$__range:1m]), "workload_a", "$1", "poolprof_in_a_string", "(.+)") and on (uuid) poolprof_y_total{kind='poolprof_z'} offset 15m"#,
     );
     assert!(names.contains(&"a:poolprof_x:max".to_string()), "{names:?}");
     assert!(names.contains(&"poolprof_y_total".to_string()), "{names:?}");
+    assert!(names.contains(&"poolprof_s".to_string()), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("range")), "{names:?}");
     assert!(!names
         .iter()
         .any(|n| n.contains("string") || n == "poolprof_z"));
@@ -255,6 +265,9 @@ fn referenced_names() -> BTreeMap<String, BTreeSet<String>> {
         for (key, text) in &rule.annotations {
             add(text_names(text), &format!("{place}: annotation {key}"));
         }
+    }
+    for (place, expr) in dashboards::all_promql() {
+        add(promql_names(&expr), &format!("dashboards/{place}"));
     }
     for (path, file) in test_files() {
         let place = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -413,7 +426,8 @@ impl Source for FakeCupti {
 }
 
 /// GPU 0 trains, GPU 1 falls off the bus (Xid 79) at 1 s and answers again at 2 s, so
-/// that its Xid counter is published; GPU 2 idles (docs/scenario.md).
+/// that its Xid counter is published; GPU 2 idles; GPU 3 has MIG on, so that the MIG
+/// families the dashboards use are published (docs/scenario.md).
 const SCENARIO: &str = r#"
 [[gpus]]
 kind = "training"
@@ -427,6 +441,13 @@ recover_at_seconds = 2
 
 [[gpus]]
 kind = "idle"
+
+[[gpus]]
+kind = "mig"
+
+[[gpus.instances]]
+profile = "3g.40gb"
+kind = "inference"
 "#;
 
 /// UUID of simulated GPU 0 (docs/scenario.md).
@@ -535,10 +556,13 @@ fn the_rules_use_only_published_metrics_and_evaluate_on_them() {
         "poolprof_gpu_xid_errors_total",
         "poolprof_inject_dropped_records_total",
         "poolprof_analyzer_last_success_timestamp_seconds",
+        // used by the dashboards only
+        "poolprof_mig_sm_active_ratio",
+        "poolprof_colocation_predicted_progress_ratio",
     ] {
         assert!(
             referenced.contains_key(name),
-            "the rules no longer use {name}"
+            "neither the rules nor the dashboards use {name} any longer"
         );
         assert!(
             published.contains(name) || known.contains(name),
@@ -561,7 +585,7 @@ fn the_rules_use_only_published_metrics_and_evaluate_on_them() {
             }
         });
     };
-    expect(":poolprof_gpu_up:count", 3.0);
+    expect(":poolprof_gpu_up:count", 4.0);
     expect(":poolprof_gpus_allocated:count", 1.0);
     expect(
         &format!("uuid:poolprof_gpu_pod_info:count{{uuid=\"{GPU0}\"}}"),
