@@ -22,7 +22,8 @@ use poolprof_e2e::wait;
 const END: f64 = 1_767_225_600.0;
 
 /// The CSV header docs/analyzer.md documents.
-const CSV_HEADER: &str = "record,identity,owner,signal,peer,mode,time,value,lower,upper,strength,label";
+const CSV_HEADER: &str =
+    "record,identity,owner,signal,peer,mode,time,value,lower,upper,strength,label";
 
 /// A Prometheus holding the scenario's two hours, with kernel records added.
 fn source(dir: &Path) -> Prometheus {
@@ -48,8 +49,18 @@ fn append_kernels(history: &Path) {
         .expect("OpenMetrics ends with # EOF");
     // (workload, kernel, launches per second, seconds per launch)
     let kernels = [
-        ("chat-a", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", 100.0, 2e-4),
-        ("chat-a", "native::vectorized_elementwise_kernel", 300.0, 1e-5),
+        (
+            "chat-a",
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
+            100.0,
+            2e-4,
+        ),
+        (
+            "chat-a",
+            "native::vectorized_elementwise_kernel",
+            300.0,
+            1e-5,
+        ),
         ("etl", "native::vectorized_elementwise_kernel", 500.0, 4e-4),
         ("etl", "my_custom_kernel", 50.0, 1e-3),
     ];
@@ -64,7 +75,11 @@ fn append_kernels(history: &Path) {
             for i in 0..=480 {
                 let t = END - 7200.0 + 15.0 * f64::from(i);
                 let launches = rate * 15.0 * f64::from(i);
-                let v = if per_launch { launches * seconds } else { launches };
+                let v = if per_launch {
+                    launches * seconds
+                } else {
+                    launches
+                };
                 out.push_str(&format!(
                     "\n{family}_total{{uuid=\"{uuid}\",workload=\"{workload}\",kernel=\"{kernel}\"}} {v} {t}"
                 ));
@@ -93,7 +108,14 @@ fn report(source: &Prometheus, format: &str, output: &Path) -> Output {
         .args(["report", "--prometheus", &source.url(), "--format", format])
         .arg("--output")
         .arg(output)
-        .args(["--end", &END.to_string(), "--lookback", "2h", "--attempts", "2"])
+        .args([
+            "--end",
+            &END.to_string(),
+            "--lookback",
+            "2h",
+            "--attempts",
+            "2",
+        ])
         .output()
         .expect("poolprof-analyzer runs")
 }
@@ -130,14 +152,24 @@ fn the_report_in_html_json_and_csv_draws_every_plot_in_chromium() {
         assert!((100..=500).contains(&n), "{n} points for {}", s["signal"]);
     }
     assert!(
-        signals.iter().any(|s| !s["periods"].as_array().unwrap().is_empty()),
+        signals
+            .iter()
+            .any(|s| !s["periods"].as_array().unwrap().is_empty()),
         "the scenario has periodic workloads"
     );
-    assert!(signals.iter().all(|s| !s["forecasts"].as_array().unwrap().is_empty()));
+    assert!(signals
+        .iter()
+        .all(|s| !s["forecasts"].as_array().unwrap().is_empty()));
     let workloads = data["workloads"].as_array().unwrap();
-    let chat_a = workloads.iter().find(|w| w["workload"] == "chat-a").unwrap();
+    let chat_a = workloads
+        .iter()
+        .find(|w| w["workload"] == "chat-a")
+        .unwrap();
     let by_class = chat_a["kernel_time_by_class"].as_object().unwrap();
-    assert!(by_class["compute_bound"].as_f64().unwrap() > 0.8, "{by_class:?}");
+    assert!(
+        by_class["compute_bound"].as_f64().unwrap() > 0.8,
+        "{by_class:?}"
+    );
     let matrix = &data["colocation"];
     let n = matrix["workloads"].as_array().unwrap().len();
     assert!(n >= 4, "{matrix}");
@@ -154,19 +186,30 @@ fn the_report_in_html_json_and_csv_draws_every_plot_in_chromium() {
     let mut lines = csv.lines();
     assert_eq!(lines.next(), Some(CSV_HEADER));
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
-    assert!(rows.iter().all(|r| r.len() == 12), "plain names need no quoting");
+    assert!(
+        rows.iter().all(|r| r.len() == 12),
+        "plain names need no quoting"
+    );
     let count = |record: &str| rows.iter().filter(|r| r[0] == record).count();
-    let points: usize = signals.iter().map(|s| s["points"].as_array().unwrap().len()).sum();
+    let points: usize = signals
+        .iter()
+        .map(|s| s["points"].as_array().unwrap().len())
+        .sum();
     assert_eq!(count("sample"), points);
     assert_eq!(count("colocation"), 3 * n * (n - 1) / 2);
     assert!(rows.iter().any(|r| r[0] == "recommendation"
         && r[2] == "chat-a"
         && r[4] == "chat-b"
         && r[11] == "good"));
-    assert!(rows.iter().any(|r| r[0] == "kernel_time" && r[2] == "etl" && r[11] == "memory_bound"));
+    assert!(rows
+        .iter()
+        .any(|r| r[0] == "kernel_time" && r[2] == "etl" && r[11] == "memory_bound"));
 
     // HTML: one chart per signal, the kernel bars, a matrix per mode
-    assert_eq!(html.matches(r#"<svg class="plot signal""#).count(), signals.len());
+    assert_eq!(
+        html.matches(r#"<svg class="plot signal""#).count(),
+        signals.len()
+    );
     assert_eq!(html.matches(r#"<svg class="plot kernels""#).count(), 1);
     assert_eq!(html.matches(r#"<svg class="plot matrix""#).count(), 3);
     let check = chromium_check(dir.path(), &html);
@@ -211,7 +254,10 @@ fn chromium_check(dir: &Path, html: &str) -> ChromiumCheck {
         const b=e.getBBox();return b.width>0||b.height>0}).length);\
         const out=document.createElement('pre');out.id='report-check';\
         out.textContent=JSON.stringify({drawn,errors:__errors});document.body.appendChild(out)})()</script>";
-    assert!(html.contains("script-src 'none'"), "the report forbids scripts");
+    assert!(
+        html.contains("script-src 'none'"),
+        "the report forbids scripts"
+    );
     let page = html
         .replacen("script-src 'none'", "script-src 'unsafe-inline'", 1)
         .replacen("</head>", &format!("{CATCH}</head>"), 1)
@@ -222,13 +268,21 @@ fn chromium_check(dir: &Path, html: &str) -> ChromiumCheck {
     let dom = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let start = dom.find(r#"<pre id="report-check">"#).unwrap_or_else(|| {
-        panic!("the check did not run; Chromium said:\n{stderr}\nDOM tail:\n{}", tail(&dom))
+        panic!(
+            "the check did not run; Chromium said:\n{stderr}\nDOM tail:\n{}",
+            tail(&dom)
+        )
     });
     let json = &dom[start + r#"<pre id="report-check">"#.len()..];
     let json = json[..json.find("</pre>").unwrap()].replace("&quot;", "\"");
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     ChromiumCheck {
-        drawn: v["drawn"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap()).collect(),
+        drawn: v["drawn"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d.as_u64().unwrap())
+            .collect(),
         errors: v["errors"]
             .as_array()
             .unwrap()
@@ -320,22 +374,30 @@ fn serve_answers_get_report_with_the_latest_run() {
         .arg(dir.path().join("registry.json"))
         .args(["--lookback", "2h", "--interval", "1h"])
         .args(["--end", &END.to_string()]);
-    let child = ChildGuard::spawn("poolprof-analyzer serve", cmd, &dir.path().join("serve.log"));
+    let child = ChildGuard::spawn(
+        "poolprof-analyzer serve",
+        cmd,
+        &dir.path().join("serve.log"),
+    );
     let client = http_client();
-    let page = wait::until("the report of the first run", Duration::from_secs(60), || {
-        let r = client
-            .get(format!("http://{api}/report"))
-            .send()
-            .map_err(|e| format!("{e}; log:\n{}", child.log_tail()))?;
-        let (status, kind) = (r.status().as_u16(), r.headers()["content-type"].clone());
-        let body = r.text().map_err(|e| e.to_string())?;
-        assert_eq!(kind, "text/html; charset=utf-8");
-        match status {
-            200 => Ok(body),
-            503 if body.contains("No analysis run has finished yet") => Err("not ready".into()),
-            other => panic!("GET /report answered {other}: {body}"),
-        }
-    });
+    let page = wait::until(
+        "the report of the first run",
+        Duration::from_secs(60),
+        || {
+            let r = client
+                .get(format!("http://{api}/report"))
+                .send()
+                .map_err(|e| format!("{e}; log:\n{}", child.log_tail()))?;
+            let (status, kind) = (r.status().as_u16(), r.headers()["content-type"].clone());
+            let body = r.text().map_err(|e| e.to_string())?;
+            assert_eq!(kind, "text/html; charset=utf-8");
+            match status {
+                200 => Ok(body),
+                503 if body.contains("No analysis run has finished yet") => Err("not ready".into()),
+                other => panic!("GET /report answered {other}: {body}"),
+            }
+        },
+    );
     assert_eq!(page.matches(r#"<svg class="plot matrix""#).count(), 3);
     assert!(page.contains(">chat-a<"), "chat-a in the matrix");
     let post = client.post(format!("http://{api}/report")).send().unwrap();

@@ -30,6 +30,8 @@ pub fn number(v: f64) -> String {
     } else {
         text
     };
+    // -0.001 shown with three decimals is "-0": zero has no sign
+    let text = if text == "-0" { "0".to_string() } else { text };
     format!("{text}{suffix}")
 }
 
@@ -97,6 +99,7 @@ mod tests {
         assert_eq!(number(64.4e9), "64.4G");
         assert_eq!(number(-2500.0), "-2500");
         assert_eq!(number(f64::NAN), "n/a");
+        assert_eq!(number(-0.0001), "0");
     }
 
     #[test]

@@ -14,9 +14,11 @@ use crate::analysis::colocate::{Mode, Recommendation};
 /// The most workloads drawn in one matrix (3,600 cells); the JSON and CSV hold all.
 pub const MAX_MATRIX_WORKLOADS: usize = 60;
 
-const LABELS: f64 = 150.0;
-const TOP: f64 = 130.0;
 const LEGEND: f64 = 34.0;
+/// Pixels per character of an 11 px label, a little generous.
+const CHAR_PX: f64 = 6.6;
+/// The legend's width right of the row labels.
+const LEGEND_WIDTH: f64 = 330.0;
 
 /// The short name of a mode in a cell.
 fn mode_text(mode: Mode) -> &'static str {
@@ -51,7 +53,16 @@ pub fn heat_map(matrix: &ColocationMatrix, mode: Mode) -> Option<String> {
         .collect();
     let cell = (520.0 / n as f64).clamp(14.0, 48.0);
     let side = cell * n as f64;
-    let (width, height) = (LABELS + side + 10.0, TOP + side + LEGEND);
+    // Room for the longest name: beside the rows, and above the columns where the
+    // names are turned 50 degrees.
+    let longest = names
+        .iter()
+        .map(|n| short(n).chars().count())
+        .max()
+        .unwrap_or(0) as f64;
+    let labels = (longest * CHAR_PX + 12.0).clamp(50.0, 170.0);
+    let top = (longest * CHAR_PX * 0.77 + 16.0).clamp(30.0, 140.0);
+    let (width, height) = (labels + side.max(LEGEND_WIDTH) + 10.0, top + side + LEGEND);
     let mut svg = format!(
         r#"<svg class="plot matrix" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width:.0} {height:.0}" width="{width:.0}" height="{height:.0}" role="img"><title>co-location under {}</title>"#,
         mode.label()
@@ -61,11 +72,11 @@ pub fn heat_map(matrix: &ColocationMatrix, mode: Mode) -> Option<String> {
         let _ = write!(
             svg,
             r#"<text class="label" x="{:.1}" y="{:.1}" text-anchor="end">{}</text><text class="label" transform="translate({:.1} {:.1}) rotate(-50)">{}</text>"#,
-            LABELS - 6.0,
-            TOP + mid + 4.0,
+            labels - 6.0,
+            top + mid + 4.0,
             escape(&short(name)),
-            LABELS + mid + 4.0,
-            TOP - 6.0,
+            labels + mid + 4.0,
+            top - 6.0,
             escape(&short(name))
         );
     }
@@ -81,11 +92,11 @@ pub fn heat_map(matrix: &ColocationMatrix, mode: Mode) -> Option<String> {
             } else {
                 pairs.get(&key).copied()
             };
-            let (x, y) = (LABELS + c as f64 * cell, TOP + r as f64 * cell);
+            let (x, y) = (labels + c as f64 * cell, top + r as f64 * cell);
             cell_svg(&mut svg, (x, y, cell), a, b, pair, mode);
         }
     }
-    legend(&mut svg, TOP + side + 10.0);
+    legend(&mut svg, labels, top + side + 10.0);
     svg.push_str("</svg>");
     Some(svg)
 }
@@ -149,24 +160,24 @@ fn cell_svg(
 }
 
 /// The colour scale, 0 to 1, in ten steps, and the grey of "does not fit".
-fn legend(svg: &mut String, y: f64) {
+fn legend(svg: &mut String, left: f64, y: f64) {
     for i in 0..10 {
         let _ = write!(
             svg,
             r#"<rect x="{:.1}" y="{y:.1}" width="20" height="10" fill="{}"/>"#,
-            LABELS + 20.0 * f64::from(i),
+            left + 20.0 * f64::from(i),
             score_colour((f64::from(i) + 0.5) / 10.0)
         );
     }
     let _ = write!(
         svg,
         r##"<text class="tick" x="{:.1}" y="{:.1}">score 0</text><text class="tick" x="{:.1}" y="{:.1}">1</text><rect x="{:.1}" y="{y:.1}" width="10" height="10" fill="#cfcfcf"/><text class="tick" x="{:.1}" y="{:.1}">does not fit</text>"##,
-        LABELS - 44.0,
+        left - 44.0,
         y + 9.0,
-        LABELS + 204.0,
+        left + 204.0,
         y + 9.0,
-        LABELS + 226.0,
-        LABELS + 240.0,
+        left + 226.0,
+        left + 240.0,
         y + 9.0
     );
 }

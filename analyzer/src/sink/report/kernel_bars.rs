@@ -103,7 +103,7 @@ fn legend(svg: &mut String, rows: &[&WorkloadSummary]) {
             x + 16.0,
             escape(class)
         );
-        x += 22.0 + 6.5 * class.chars().count() as f64;
+        x += 26.0 + 7.0 * class.chars().count() as f64;
     }
 }
 

@@ -16,7 +16,7 @@ const RIGHT: f64 = 14.0;
 const TOP: f64 = 26.0;
 const BOTTOM: f64 = 24.0;
 /// Period marks closer than this many pixels are not drawn: they would fill the plot.
-const MIN_MARK_SPACING_PX: f64 = 4.0;
+const MIN_MARK_SPACING_PX: f64 = 10.0;
 
 /// The chart of `s`; `None` when it has no sample to draw.
 pub fn signal_plot(s: &SignalData) -> Option<String> {
