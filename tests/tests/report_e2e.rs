@@ -403,3 +403,34 @@ fn serve_answers_get_report_with_the_latest_run() {
     let post = client.post(format!("http://{api}/report")).send().unwrap();
     assert_eq!(post.status().as_u16(), 405);
 }
+
+#[test]
+fn a_missing_output_folder_or_an_unknown_format_is_a_usage_error_before_any_query() {
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens on port 1: reaching the source would exit 3, not 2.
+    let run = |extra: &[&str]| {
+        Command::new(workspace_bin("poolprof-analyzer"))
+            .args([
+                "report",
+                "--prometheus",
+                "http://127.0.0.1:1",
+                "--attempts",
+                "1",
+            ])
+            .args(extra)
+            .output()
+            .expect("poolprof-analyzer runs")
+    };
+    let missing = dir.path().join("no-such-folder").join("report.html");
+    let out = run(&["--output", missing.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no-such-folder") && stderr.contains("does not exist"),
+        "{stderr}"
+    );
+    let out = run(&["--output", "-", "--format", "pdf"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("use html, json or csv"), "{stderr}");
+}

@@ -18,7 +18,7 @@ pub fn number(v: f64) -> String {
         0
     } else if s >= 10.0 {
         1
-    } else if s >= 1.0 || s < 1e-3 {
+    } else if !(1e-3..1.0).contains(&s) {
         2
     } else {
         3
