@@ -81,7 +81,7 @@ pub async fn report<A: Analyze>(args: &ReportArgs, analyses: A) -> Result<(), Er
         .with_workloads(settings.workloads);
     let run = pipeline.run().await?;
     log_summary(&run);
-    let text = report::render(&run, args.format).map_err(Error::Runtime)?;
+    let text = report::render(&run, args.format).map_err(|e| Error::Runtime(e.to_string()))?;
     if to_stdout {
         print!("{text}");
         return Ok(());
