@@ -1,8 +1,9 @@
 //! The REST API schedulers call (`serve --api`, default port 7070), compatible with the
 //! earlier pooling profiler's clients: `GET /health`, `/profiles`, `/profile/{id}`,
 //! `/colocation?a=ID&b=ID`, `POST /register`, `POST /profile`, and `GET /report` (the
-//! HTML report, `sink::report`). Every other answer is JSON; errors are `{"ok": false, "error": "…"}` with the status that fits. `docs/api.yaml`
-//! documents each endpoint.
+//! HTML report, `sink::report`). Every other answer is JSON; errors are
+//! `{"ok": false, "error": "…"}` with the status that fits. `docs/api.yaml` documents
+//! each endpoint.
 
 pub mod registry;
 pub mod reply;

@@ -51,6 +51,18 @@ pub fn duration(seconds: f64) -> String {
     }
 }
 
+/// A name cut to at most 24 characters for a plot's label column; plots give the full
+/// name in a tooltip.
+pub fn short(name: &str) -> String {
+    const MAX: usize = 24;
+    if name.chars().count() <= MAX {
+        name.to_string()
+    } else {
+        let cut: String = name.chars().take(MAX - 1).collect();
+        format!("{cut}…")
+    }
+}
+
 /// Unix seconds as `2026-01-01 00:00 UTC`.
 pub fn utc(unix: f64) -> String {
     if !unix.is_finite() || unix < 0.0 {

@@ -6,8 +6,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use super::escape::escape;
-use super::format;
-use super::kernel_bars::short;
+use super::format::{self, short};
 use super::model::{ColocationMatrix, PairCell};
 use crate::analysis::colocate::{Mode, Recommendation};
 

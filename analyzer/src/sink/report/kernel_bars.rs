@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::escape::escape;
+use super::format::short;
 use super::model::WorkloadSummary;
 
 const WIDTH: f64 = 640.0;
@@ -104,17 +105,6 @@ fn legend(svg: &mut String, rows: &[&WorkloadSummary]) {
             escape(class)
         );
         x += 26.0 + 7.0 * class.chars().count() as f64;
-    }
-}
-
-/// A name cut to fit the label column; the full name is in the bar's tooltip.
-pub fn short(name: &str) -> String {
-    const MAX: usize = 24;
-    if name.chars().count() <= MAX {
-        name.to_string()
-    } else {
-        let cut: String = name.chars().take(MAX - 1).collect();
-        format!("{cut}…")
     }
 }
 
