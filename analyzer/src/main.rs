@@ -38,6 +38,7 @@ async fn dispatch(command: Command) -> Result<(), Error> {
     match command {
         Command::Run(args) => commands::run_once(&args, Analyses::default()).await,
         Command::Serve(args) => commands::serve(&args, Analyses::default()).await,
+        Command::Report(args) => commands::report(&args, Analyses::default()).await,
         Command::Periods(args) => Ok(offline::run_periods(&args, &mut std::io::stdout().lock())?),
         Command::Forecast(args) => Ok(offline::run_forecast(&args, &mut std::io::stdout().lock())?),
         Command::Profiles(args) => {

@@ -86,18 +86,21 @@ fn report() -> RunReport {
                 owner: "ns/train \"a\"".into(),
                 signal: "sm_active".into(),
                 analysis: periodic.clone(),
+                recent: Vec::new(),
             },
             SeriesReport {
                 identity: Identity::Uuid,
                 owner: "GPU-1".into(),
                 signal: "sm_active".into(),
                 analysis: periodic,
+                recent: Vec::new(),
             },
             SeriesReport {
                 identity: Identity::Uuid,
                 owner: "GPU-1".into(),
                 signal: "memory_used".into(),
                 analysis: capacity,
+                recent: Vec::new(),
             },
         ],
         workloads: vec![

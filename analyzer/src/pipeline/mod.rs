@@ -7,6 +7,7 @@
 pub mod analyses;
 pub mod profiles;
 pub mod progress;
+pub mod recent;
 pub mod report;
 pub mod store;
 
@@ -179,9 +180,13 @@ impl<A: Analyze> Pipeline<A> {
                     return Ok((owner, None));
                 }
                 let series = Series { labels, points };
-                tokio::task::spawn_blocking(move || analyze_isolated(&*analyses, &series, &request))
-                    .await
-                    .map(|a| (owner, Some(a)))
+                tokio::task::spawn_blocking(move || {
+                    let analysis = analyze_isolated(&*analyses, &series, &request);
+                    let recent = recent::downsample(&series.points, recent::MAX_RECENT_POINTS);
+                    analysis.map(|a| (a, recent))
+                })
+                .await
+                .map(|a| (owner, Some(a)))
             }
         });
         let mut results = stream::iter(tasks).buffer_unordered(self.config.analysis.concurrency);
@@ -189,7 +194,7 @@ impl<A: Analyze> Pipeline<A> {
             progress.inc();
             let (owner, analysis) =
                 done.map_err(|e| Error::Runtime(format!("an analysis task failed: {e}")))?;
-            let analysis = match analysis {
+            let (analysis, recent) = match analysis {
                 None => {
                     report.health.series_skipped_no_samples += 1;
                     tracing::warn!(signal = %signal.name, %owner, "no finite samples in the window; skipped");
@@ -203,7 +208,7 @@ impl<A: Analyze> Pipeline<A> {
                     );
                     continue;
                 }
-                Some(Ok(analysis)) => analysis,
+                Some(Ok(found)) => found,
             };
             report.health.series_analyzed += 1;
             if analysis.forecast_error.is_some() {
@@ -214,6 +219,7 @@ impl<A: Analyze> Pipeline<A> {
                 owner,
                 signal: signal.name.clone(),
                 analysis,
+                recent,
             });
         }
         progress.finish();

@@ -235,6 +235,7 @@ mod tests {
             owner: owner.into(),
             signal: signal.into(),
             analysis,
+            recent: Vec::new(),
         }
     }
 

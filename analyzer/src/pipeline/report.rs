@@ -41,6 +41,9 @@ pub struct SeriesReport {
     pub signal: String,
     /// The findings.
     pub analysis: Analysis,
+    /// The window's samples, averaged down to at most
+    /// [`recent::MAX_RECENT_POINTS`](super::recent::MAX_RECENT_POINTS) (for the HTML report).
+    pub recent: Vec<(f64, f64)>,
 }
 
 /// Counts that tell an operator whether a run looked at what it should have.

@@ -5,5 +5,6 @@ pub mod exposition;
 pub mod http;
 pub mod metrics;
 pub mod pushgateway;
+pub mod report;
 pub mod results;
 pub mod workloads;

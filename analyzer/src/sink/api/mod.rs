@@ -1,8 +1,9 @@
 //! The REST API schedulers call (`serve --api`, default port 7070), compatible with the
 //! earlier pooling profiler's clients: `GET /health`, `/profiles`, `/profile/{id}`,
-//! `/colocation?a=ID&b=ID`, `POST /register`, `POST /profile`. Every answer is JSON;
-//! errors are `{"ok": false, "error": "…"}` with the status that fits. `docs/api.yaml`
-//! documents each endpoint.
+//! `/colocation?a=ID&b=ID`, `POST /register`, `POST /profile`, and `GET /report` (the
+//! HTML report, `sink::report`). Every other answer is JSON; errors are
+//! `{"ok": false, "error": "…"}` with the status that fits. `docs/api.yaml` documents
+//! each endpoint.
 
 pub mod registry;
 pub mod reply;
@@ -59,6 +60,8 @@ pub async fn route(api: &Api, req: Request<Incoming>) -> Reply {
         "/health" => method_not_allowed("GET, HEAD"),
         "/profiles" if get => json(StatusCode::OK, &views::profiles(api)),
         "/profiles" => method_not_allowed("GET, HEAD"),
+        "/report" if get => crate::sink::report::http_reply(&api.store),
+        "/report" => method_not_allowed("GET, HEAD"),
         "/colocation" if get => colocation(api, req.uri().query().unwrap_or("")),
         "/colocation" => method_not_allowed("GET, HEAD"),
         "/register" if method == Method::POST => register(api, req).await,
@@ -67,7 +70,7 @@ pub async fn route(api: &Api, req: Request<Incoming>) -> Reply {
         "/profile" => method_not_allowed("POST"),
         p if p.starts_with("/profile/") && get => profile(api, &p["/profile/".len()..]),
         p if p.starts_with("/profile/") => method_not_allowed("GET, HEAD"),
-        _ => error(StatusCode::NOT_FOUND, format!("no endpoint {path}; see docs/api.yaml (GET /health, /profiles, /profile/ID, /colocation?a=ID&b=ID; POST /register, /profile)")),
+        _ => error(StatusCode::NOT_FOUND, format!("no endpoint {path}; see docs/api.yaml (GET /health, /profiles, /profile/ID, /colocation?a=ID&b=ID, /report; POST /register, /profile)")),
     }
 }
 
