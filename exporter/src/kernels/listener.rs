@@ -1,20 +1,23 @@
 //! The Unix socket the injection library reports to.
 //!
 //! One thread accepts, one thread serves each connection (at most
-//! `max_processes`). A connection is tied to its process by the socket's peer
-//! credentials (`SO_PEERCRED`, in the exporter's pid namespace), never by what the
-//! peer claims. Its first frame must be a hello within `hello_timeout`; then deltas
-//! follow. Any malformed frame, a second hello, silence for `idle_timeout`, or a
-//! connection over the limit closes the connection and counts it in
-//! `poolprof_inject_rejected_connections_total{reason}`.
+//! `max_processes`, counting those that have not said hello yet). A connection is tied
+//! to its process by the socket's peer credentials (`SO_PEERCRED`, in the exporter's
+//! pid namespace), never by what the peer claims. Its first frame must be a small
+//! hello, whole within `hello_timeout` of the accept; then deltas follow, each whole
+//! within `frame_timeout` of its first byte (see [`super::frame`]: trickling bytes
+//! does not extend a deadline). Any malformed frame, a second hello, silence for
+//! `idle_timeout`, a slow frame, or a connection over a limit closes the connection
+//! and counts it in `poolprof_inject_rejected_connections_total{reason}`.
 //!
 //! The socket's directory is created (mode 0755) when missing; the socket itself gets
 //! `socket_mode` (default 0666, so processes of any user can report). A stale socket
 //! file is replaced; a live one (another exporter answering) is an error.
 
+use super::frame::{read_frame, ByteBudget, Deadlines, FrameError};
 use super::store::{ConnId, KernelLimits, KernelStore};
 use crate::workload::{WorkloadResolver, MAX_WORKLOAD_LEN};
-use poolprof_inject::wire::{read_message, Hello, Message, ReadError};
+use poolprof_inject::wire::{Hello, Message, MAX_LABEL_BYTES, MAX_PAYLOAD_BYTES};
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::os::fd::AsRawFd;
@@ -24,10 +27,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Pause after a failed accept (e.g. out of file descriptors) before trying again.
 const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+
+/// Largest hello payload the library can send: pid, three strings at their limit, the
+/// workload's presence flag, interval and duty cycle. Until a peer has said hello it
+/// may not make the exporter buffer more.
+const MAX_HELLO_PAYLOAD: usize = 4 + 3 * (2 + MAX_LABEL_BYTES) + 1 + 3 * 4;
 
 /// Why the listener could not start.
 #[derive(Debug, thiserror::Error)]
@@ -92,7 +100,7 @@ impl KernelListener {
         // The accept thread blocks in accept(2); `Drop` shuts this clone down to wake
         // it. Polling instead cost 0.15% of a core on an idle H100 node.
         let waker = listener.try_clone().map_err(io("duplicating the socket"))?;
-        let store = Arc::new(KernelStore::new(limits));
+        let store = Arc::new(KernelStore::new(limits.clone()));
         let stop = Arc::new(AtomicBool::new(false));
         let streams = Arc::new(Mutex::new(HashMap::new()));
         let acceptor = Acceptor {
@@ -102,6 +110,7 @@ impl KernelListener {
             streams: Arc::clone(&streams),
             resolver: Arc::new(Mutex::new(resolver)),
             live: Arc::new(AtomicUsize::new(0)),
+            budget: Arc::new(ByteBudget::new(limits.max_buffered_bytes)),
             next: 0,
         };
         let thread = std::thread::Builder::new()
@@ -199,6 +208,7 @@ struct Acceptor {
     streams: Arc<Mutex<HashMap<u64, UnixStream>>>,
     resolver: Arc<Mutex<WorkloadResolver>>,
     live: Arc<AtomicUsize>,
+    budget: Arc<ByteBudget>,
     next: u64,
 }
 
@@ -206,7 +216,7 @@ impl Acceptor {
     fn run(mut self) {
         while !self.stop.load(Ordering::Relaxed) {
             match self.listener.accept() {
-                Ok((stream, _)) => self.admit(stream),
+                Ok((stream, _)) => self.admit(stream, Instant::now()),
                 Err(_) if self.stop.load(Ordering::Relaxed) => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -217,7 +227,7 @@ impl Acceptor {
         }
     }
 
-    fn admit(&mut self, stream: UnixStream) {
+    fn admit(&mut self, stream: UnixStream, accepted: Instant) {
         let limits = self.store.limits().clone();
         if self.live.load(Ordering::Acquire) >= limits.max_processes {
             self.store.reject("too_many_processes");
@@ -237,7 +247,9 @@ impl Acceptor {
             stream,
             store: Arc::clone(&self.store),
             resolver: Arc::clone(&self.resolver),
+            budget: Arc::clone(&self.budget),
             limits,
+            accepted,
         };
         let live = Arc::clone(&self.live);
         let streams = Arc::clone(&self.streams);
@@ -260,62 +272,80 @@ struct Connection {
     stream: UnixStream,
     store: Arc<KernelStore>,
     resolver: Arc<Mutex<WorkloadResolver>>,
+    budget: Arc<ByteBudget>,
     limits: KernelLimits,
+    accepted: Instant,
 }
 
 impl Connection {
     fn serve(mut self) {
-        let Some(pid) = peer_pid(&self.stream) else {
-            self.store.reject("no_credentials");
+        self.store.pending(1);
+        let hello = self.hello();
+        self.store.pending(-1);
+        let Some((pid, uid, hello)) = hello else {
             return;
-        };
-        if self
-            .stream
-            .set_read_timeout(Some(self.limits.hello_timeout))
-            .is_err()
-        {
-            self.store.reject("io_error");
-            return;
-        }
-        let hello = match read_message(&mut self.stream) {
-            Ok(Message::Hello(hello)) => hello,
-            Ok(Message::Delta(_)) => return self.store.reject("no_hello"),
-            Err(e) => return self.reject(&e),
         };
         let workload = self.workload(pid, &hello);
-        tracing::debug!(pid, %workload, process = %hello.process_name, version = %hello.library_version, "kernel reporter connected");
-        let conn = self.store.connect(&workload);
+        let conn = match self.store.connect(&workload, uid) {
+            Ok(conn) => conn,
+            Err(reason) => return self.store.reject(reason),
+        };
+        tracing::debug!(pid, uid, %workload, process = %hello.process_name, version = %hello.library_version, "kernel reporter connected");
         self.serve_deltas(conn);
         self.store.disconnect(conn);
     }
 
-    fn serve_deltas(&mut self, conn: ConnId) {
-        if self
-            .stream
-            .set_read_timeout(Some(self.limits.idle_timeout))
-            .is_err()
-        {
-            return self.store.reject("io_error");
+    /// The peer's pid, uid and hello, or `None` after counting why not.
+    fn hello(&mut self) -> Option<(u32, u32, Hello)> {
+        let Some((pid, uid)) = peer_credentials(&self.stream) else {
+            self.store.reject("no_credentials");
+            return None;
+        };
+        let deadlines = Deadlines {
+            first_byte_by: self.accepted + self.limits.hello_timeout,
+            frame_timeout: None,
+            max_payload: MAX_HELLO_PAYLOAD,
+        };
+        match read_frame(&mut self.stream, deadlines, &self.budget) {
+            Ok(Message::Hello(hello)) => Some((pid, uid, hello)),
+            Ok(Message::Delta(_)) => {
+                self.store.reject("no_hello");
+                None
+            }
+            Err(FrameError::Closed) => {
+                self.store.reject("closed_before_hello");
+                None
+            }
+            // The whole hello is due `hello_timeout` after the accept.
+            Err(FrameError::Slow) => {
+                self.store.reject("timeout");
+                None
+            }
+            Err(e) => {
+                self.reject(&e);
+                None
+            }
         }
+    }
+
+    fn serve_deltas(&mut self, conn: ConnId) {
         loop {
-            match read_message(&mut self.stream) {
+            let deadlines = Deadlines {
+                first_byte_by: Instant::now() + self.limits.idle_timeout,
+                frame_timeout: Some(self.limits.frame_timeout),
+                max_payload: MAX_PAYLOAD_BYTES,
+            };
+            match read_frame(&mut self.stream, deadlines, &self.budget) {
                 Ok(Message::Delta(delta)) => self.store.apply(conn, &delta),
                 Ok(Message::Hello(_)) => return self.store.reject("second_hello"),
-                Err(ReadError::Closed) => return,
+                Err(FrameError::Closed) => return,
                 Err(e) => return self.reject(&e),
             }
         }
     }
 
-    fn reject(&self, error: &ReadError) {
-        let reason = match error {
-            ReadError::Closed => "closed_before_hello",
-            ReadError::Io(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                "timeout"
-            }
-            ReadError::Io(_) => "io_error",
-            ReadError::Decode(e) => e.reason(),
-        };
+    fn reject(&self, error: &FrameError) {
+        let reason = error.reason();
         tracing::debug!(%error, reason, "kernel reporter disconnected");
         self.store.reject(reason);
     }
@@ -338,11 +368,12 @@ fn clean_label(raw: &str) -> String {
     poolprof_inject::wire::truncate_utf8(printable.trim(), MAX_WORKLOAD_LEN).to_string()
 }
 
-/// The peer's pid from `SO_PEERCRED`.
-fn peer_pid(stream: &UnixStream) -> Option<u32> {
+/// The peer's pid and uid from `SO_PEERCRED`.
+fn peer_credentials(stream: &UnixStream) -> Option<(u32, u32)> {
     use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
     let creds = getsockopt(stream, PeerCredentials).ok()?;
-    u32::try_from(creds.pid()).ok().filter(|pid| *pid > 0)
+    let pid = u32::try_from(creds.pid()).ok().filter(|pid| *pid > 0)?;
+    Some((pid, creds.uid()))
 }
 
 #[cfg(test)]
