@@ -5,10 +5,12 @@
 //! before the frame: the first byte must come by `first_byte_by`, the whole frame
 //! (header and payload) by its own deadline, however the bytes trickle in.
 //!
-//! A frame's payload is read into memory as it arrives, but only after its announced
-//! length was taken from a [`ByteBudget`] shared by all connections, so peers that
-//! announce large frames and send them slowly cannot together hold more than the
-//! budget.
+//! A frame's payload is read into memory as it arrives. A large one (over
+//! [`SMALL_FRAME`]) first takes its announced length from a [`ByteBudget`] shared by
+//! all connections, so peers that announce large frames and send them slowly cannot
+//! together hold more than the budget. Small frames, a real process's report in most
+//! intervals, need no budget (each connection holds at most one), so hostile large
+//! frames cannot starve them.
 
 use poolprof_inject::wire::{DecodeError, FrameHeader, Message, HEADER_BYTES};
 use std::io::{ErrorKind, Read};
@@ -18,6 +20,10 @@ use std::time::{Duration, Instant};
 
 /// Bytes read from the socket per call while a payload arrives.
 const CHUNK: usize = 64 * 1024;
+
+/// Payloads up to this size are read without taking from the budget (a report of 50
+/// kernels with 150-byte names is about 12 KiB).
+pub const SMALL_FRAME: usize = 64 * 1024;
 
 /// Why no frame was read.
 #[derive(Debug, thiserror::Error)]
@@ -145,7 +151,10 @@ pub fn read_frame(
         }
         .into());
     }
-    let _reserved = budget.take(len, deadline).ok_or(FrameError::Busy)?;
+    let _reserved = match len {
+        0..=SMALL_FRAME => None,
+        _ => Some(budget.take(len, deadline).ok_or(FrameError::Busy)?),
+    };
     // Grown as bytes arrive, never to what the header announced before they do.
     let mut payload = Vec::new();
     while payload.len() < len {
@@ -296,19 +305,49 @@ mod tests {
         );
     }
 
+    /// A frame header announcing a delta of `len` bytes.
+    fn large_header(len: usize) -> Vec<u8> {
+        let mut header = MAGIC.to_vec();
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.extend_from_slice(&[2, 0]);
+        header.extend_from_slice(&(len as u32).to_le_bytes());
+        header
+    }
+
     #[test]
-    fn a_frame_waits_for_budget_and_gives_up_at_its_deadline() {
-        let budget = ByteBudget::new(100);
-        let held = budget.take(80, Instant::now()).unwrap();
+    fn a_large_frame_waits_for_budget_and_gives_up_at_its_deadline() {
+        let budget = ByteBudget::new(SMALL_FRAME * 2);
+        let held = budget.take(SMALL_FRAME, Instant::now()).unwrap();
         let (mut a, mut b) = UnixStream::pair().unwrap();
-        b.write_all(&hello_frame()).unwrap();
+        b.write_all(&large_header(SMALL_FRAME + 1)).unwrap();
         let got = read_frame(
             &mut a,
             deadlines(Duration::from_secs(5), Some(Duration::from_millis(100))),
             &budget,
         );
         assert!(matches!(got, Err(FrameError::Busy)), "{got:?}");
+        // a small frame is read though the budget is short
+        let (mut c, mut d) = UnixStream::pair().unwrap();
+        d.write_all(&hello_frame()).unwrap();
+        let small = read_frame(&mut c, deadlines(Duration::from_secs(5), None), &budget);
+        assert!(matches!(small, Ok(Message::Hello(_))), "{small:?}");
         drop(held);
-        assert_eq!(*budget.free.lock().unwrap(), 100);
+        assert_eq!(*budget.free.lock().unwrap(), SMALL_FRAME * 2);
+    }
+
+    #[test]
+    fn a_large_frame_is_read_as_it_arrives_and_gives_its_budget_back() {
+        let budget = ByteBudget::new(1 << 20);
+        let (mut a, mut b) = UnixStream::pair().unwrap();
+        let len = 200_000;
+        let writer = std::thread::spawn(move || {
+            b.write_all(&large_header(len)).unwrap();
+            b.write_all(&vec![0xff; len]).unwrap();
+        });
+        // The bytes arrive whole but are no delta: decoding fails after reading them all.
+        let got = read_frame(&mut a, deadlines(Duration::from_secs(5), None), &budget);
+        assert!(matches!(got, Err(FrameError::Decode(_))), "{got:?}");
+        writer.join().unwrap();
+        assert_eq!(*budget.free.lock().unwrap(), 1 << 20);
     }
 }

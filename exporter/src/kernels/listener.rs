@@ -685,4 +685,123 @@ mod tests {
             Err(ListenerError::BadPath { .. })
         ));
     }
+
+    /// Writes `bytes` one at a time, `gap` apart, until the peer closes.
+    fn trickle(mut s: UnixStream, bytes: Vec<u8>, gap: Duration) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            for b in bytes {
+                if s.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(gap);
+            }
+        })
+    }
+
+    #[test]
+    fn a_hello_trickled_byte_by_byte_is_cut_off_at_the_hello_deadline() {
+        let f = start(KernelLimits {
+            hello_timeout: Duration::from_millis(300),
+            ..Default::default()
+        });
+        let s = connect(&f);
+        let mut reader = s.try_clone().unwrap();
+        // Each byte comes well within the timeout, the whole hello does not.
+        let writer = trickle(s, hello(Some("slow")), Duration::from_millis(50));
+        eventually("the pending connection is visible", || {
+            value(&metrics(&f), "poolprof_inject_pending_connections", &[]) == Some(1.0)
+        });
+        let started = Instant::now();
+        assert!(closed_by_peer(&mut reader));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        eventually("timeout counted", || rejected(&f, "timeout") == 1.0);
+        let set = metrics(&f);
+        assert_eq!(
+            value(&set, "poolprof_inject_pending_connections", &[]),
+            Some(0.0)
+        );
+        assert_eq!(
+            value(&set, "poolprof_inject_connected_processes", &[]),
+            Some(0.0)
+        );
+        writer.join().unwrap();
+    }
+
+    #[test]
+    fn a_report_trickled_byte_by_byte_is_cut_off_at_the_frame_deadline() {
+        let f = start(KernelLimits {
+            frame_timeout: Duration::from_millis(300),
+            ..Default::default()
+        });
+        let mut s = connect(&f);
+        s.write_all(&hello(Some("slow"))).unwrap();
+        eventually("connected", || f.listener.store().connected() == 1);
+        let mut reader = s.try_clone().unwrap();
+        let writer = trickle(s, delta(["k".to_string()], 1), Duration::from_millis(50));
+        assert!(closed_by_peer(&mut reader));
+        eventually("frame_timeout counted", || {
+            rejected(&f, "frame_timeout") == 1.0
+        });
+        eventually("disconnected", || f.listener.store().connected() == 0);
+        writer.join().unwrap();
+    }
+
+    #[test]
+    fn a_large_frame_before_the_hello_is_refused_unread() {
+        let f = start(KernelLimits::default());
+        let mut s = connect(&f);
+        let mut header = MAGIC.to_vec();
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.extend_from_slice(&[1, 0]);
+        header.extend_from_slice(&((MAX_HELLO_PAYLOAD + 1) as u32).to_le_bytes());
+        s.write_all(&header).unwrap();
+        assert!(closed_by_peer(&mut s));
+        eventually("oversized counted", || rejected(&f, "oversized") == 1.0);
+    }
+
+    #[test]
+    fn the_largest_hello_the_library_can_send_is_accepted() {
+        let f = start(KernelLimits::default());
+        let mut s = connect(&f);
+        let long = "w".repeat(MAX_LABEL_BYTES + 10);
+        let frame = encode_hello(&Hello {
+            pid: u32::MAX,
+            process_name: long.clone(),
+            workload: Some(long.clone()),
+            library_version: long,
+            interval_ms: u32::MAX,
+            duty: DutyCycle::Sampled {
+                trace_ms: 1,
+                period_ms: u32::MAX,
+            },
+        });
+        assert_eq!(
+            frame.len(),
+            poolprof_inject::wire::HEADER_BYTES + MAX_HELLO_PAYLOAD
+        );
+        s.write_all(&frame).unwrap();
+        eventually("connected", || f.listener.store().connected() == 1);
+    }
+
+    #[test]
+    fn a_new_workload_over_the_limit_is_refused_and_counted() {
+        let f = start(KernelLimits {
+            max_workloads: 1,
+            ..Default::default()
+        });
+        let mut first = connect(&f);
+        first.write_all(&hello(Some("first"))).unwrap();
+        eventually("connected", || f.listener.store().connected() == 1);
+        let mut second = connect(&f);
+        second.write_all(&hello(Some("second"))).unwrap();
+        assert!(closed_by_peer(&mut second));
+        eventually("refusal counted", || {
+            rejected(&f, "too_many_workloads") == 1.0
+        });
+        // the first is still served
+        first.write_all(&delta(["k".to_string()], 1)).unwrap();
+        eventually("first's launch", || {
+            launches(&f, &[("workload", "first")]) == Some(1.0)
+        });
+    }
 }
