@@ -4,7 +4,8 @@
 //! each would flood the log, none at all leaves the operator guessing why a process's
 //! kernels are missing. So the first refusal of a kind is logged at once, later ones
 //! of that kind are counted, and the next line (once `interval` has passed) says how
-//! many were not logged. The counters in `/metrics` count every one.
+//! many were not logged; when no refusal of that kind comes again, [`RejectionLog::flush`]
+//! says it once the interval is over. The counters in `/metrics` count every one.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -60,6 +61,32 @@ impl RejectionLog {
         }
     }
 
+    /// The kinds whose suppressed refusals are due to be reported (their interval is
+    /// over), with their counts; they start a new interval.
+    pub fn due(&mut self, now: Instant) -> Vec<(&'static str, u64)> {
+        let mut due = Vec::new();
+        for (kind, k) in &mut self.kinds {
+            if k.suppressed > 0 && now.saturating_duration_since(k.logged_at) >= self.interval {
+                due.push((*kind, k.suppressed));
+                k.suppressed = 0;
+                k.logged_at = now;
+            }
+        }
+        due
+    }
+
+    /// Logs the refusals suppressed in intervals now over, one line per kind.
+    pub fn flush(&mut self) {
+        for (kind, suppressed) in self.due(Instant::now()) {
+            tracing::info!(
+                reason = kind,
+                suppressed,
+                interval = %humantime::format_duration(self.interval),
+                "kernel listener: more refusals or closed injection connections of this reason"
+            );
+        }
+    }
+
     /// Logs one refusal of `kind` (subject to the interval) with a sentence saying
     /// what happened and what to do.
     pub fn log(&mut self, kind: &'static str, what: &str) {
@@ -93,5 +120,12 @@ mod tests {
             "the next line counts the two not logged"
         );
         assert_eq!(log.admit("timeout", t0 + Duration::from_secs(62)), None);
+        // a burst that ends is still reported once its interval is over
+        assert_eq!(log.admit("busy", t0 + Duration::from_secs(4)), None);
+        assert_eq!(log.due(t0 + Duration::from_secs(62)), vec![]);
+        let mut due = log.due(t0 + Duration::from_secs(122));
+        due.sort();
+        assert_eq!(due, vec![("busy", 1), ("timeout", 1)]);
+        assert_eq!(log.due(t0 + Duration::from_secs(300)), vec![]);
     }
 }

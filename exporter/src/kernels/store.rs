@@ -401,9 +401,11 @@ impl KernelStore {
         inner.named_series -= removed;
     }
 
-    /// Writes every series (after expiring old ones).
+    /// Writes every series (after expiring old ones, and logging refusals suppressed
+    /// in an interval now over).
     pub fn write_metrics(&self, out: &mut MetricSet) {
         self.expire(Instant::now());
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).flush();
         let inner = self.lock();
         for ((uuid, workload), group) in &inner.groups {
             for (name, named) in &group.kernels {
