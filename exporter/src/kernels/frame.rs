@@ -49,8 +49,8 @@ pub enum FrameError {
 }
 
 impl FrameError {
-    /// The `reason` label of `poolprof_inject_rejected_connections_total`, or `None`
-    /// for an orderly close.
+    /// The `reason` label of `poolprof_inject_rejected_connections_total` (`Closed`
+    /// between frames is an orderly close, which callers do not count).
     pub fn reason(&self) -> &'static str {
         match self {
             FrameError::Closed => "closed",
