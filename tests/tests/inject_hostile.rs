@@ -63,6 +63,9 @@ fn a_hostile_local_peer_cannot_grow_the_exporter_or_lock_out_real_processes() {
         "1s",
         "--kernels.max-processes",
         &MAX_PROCESSES.to_string(),
+        // Every peer here is this test's user; the per-user share is a unit test's.
+        "--kernels.max-processes-per-user",
+        &MAX_PROCESSES.to_string(),
         "--kernels.max-workloads-per-user",
         &WORKLOADS_PER_USER.to_string(),
         "--kernels.max-buffered-bytes",

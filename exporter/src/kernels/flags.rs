@@ -22,6 +22,17 @@ pub struct KernelFlags {
     )]
     pub max_processes: u32,
 
+    /// Connections the processes of one user (uid) may hold at once, so that one user
+    /// cannot take every slot.
+    #[arg(
+        long = "kernels.max-processes-per-user",
+        env = "POOLPROF_KERNELS_MAX_PROCESSES_PER_USER",
+        default_value_t = 128,
+        value_parser = clap::value_parser!(u32).range(1..=65_536),
+        value_name = "N"
+    )]
+    pub max_processes_per_user: u32,
+
     /// Workloads kept at once; a new one beyond it replaces the workload gone longest,
     /// or is refused while all have a process connected.
     #[arg(
@@ -122,6 +133,7 @@ impl KernelFlags {
     pub fn limits(&self) -> KernelLimits {
         KernelLimits {
             max_processes: self.max_processes as usize,
+            max_processes_per_user: self.max_processes_per_user as usize,
             max_workloads: self.max_workloads as usize,
             max_workloads_per_user: self.max_workloads_per_user as usize,
             top_k: self.top_k as usize,

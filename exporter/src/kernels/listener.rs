@@ -1,7 +1,8 @@
 //! The Unix socket the injection library reports to.
 //!
 //! One thread accepts, one thread serves each connection (at most
-//! `max_processes`, counting those that have not said hello yet). A connection is tied
+//! `max_processes`, counting those that have not said hello yet, and at most
+//! `max_processes_per_user` of one uid). A connection is tied
 //! to its process by the socket's peer credentials (`SO_PEERCRED`, in the exporter's
 //! pid namespace), never by what the peer claims. Its first frame must be a small
 //! hello, whole within `hello_timeout` of the accept; then deltas follow, each whole
@@ -111,6 +112,7 @@ impl KernelListener {
             resolver: Arc::new(Mutex::new(resolver)),
             live: Arc::new(AtomicUsize::new(0)),
             budget: Arc::new(ByteBudget::new(limits.max_buffered_bytes)),
+            users: Arc::new(UserSlots::default()),
             next: 0,
         };
         let thread = std::thread::Builder::new()
@@ -209,7 +211,36 @@ struct Acceptor {
     resolver: Arc<Mutex<WorkloadResolver>>,
     live: Arc<AtomicUsize>,
     budget: Arc<ByteBudget>,
+    users: Arc<UserSlots>,
     next: u64,
+}
+
+/// Connections held per user (uid).
+#[derive(Debug, Default)]
+struct UserSlots(Mutex<HashMap<u32, usize>>);
+
+impl UserSlots {
+    /// Takes a slot for `uid` unless it holds `max` already.
+    fn take(&self, uid: u32, max: usize) -> bool {
+        let mut held = lock(&self.0);
+        let n = held.entry(uid).or_insert(0);
+        if *n >= max {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    /// Gives a slot of `uid` back.
+    fn give(&self, uid: u32) {
+        let mut held = lock(&self.0);
+        if let Some(n) = held.get_mut(&uid) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                held.remove(&uid);
+            }
+        }
+    }
 }
 
 impl Acceptor {
@@ -233,9 +264,19 @@ impl Acceptor {
             self.store.reject("too_many_processes");
             return;
         }
+        let Some((pid, uid)) = peer_credentials(&stream) else {
+            self.store.reject("no_credentials");
+            return;
+        };
+        // One user cannot take every slot: the others' processes still get in.
+        if !self.users.take(uid, limits.max_processes_per_user) {
+            self.store.reject("too_many_user_processes");
+            return;
+        }
         let id = self.next;
         self.next += 1;
         if stream.set_nonblocking(false).is_err() {
+            self.users.give(uid);
             self.store.reject("io_error");
             return;
         }
@@ -250,18 +291,23 @@ impl Acceptor {
             budget: Arc::clone(&self.budget),
             limits,
             accepted,
+            pid,
+            uid,
         };
         let live = Arc::clone(&self.live);
         let streams = Arc::clone(&self.streams);
+        let users = Arc::clone(&self.users);
         let spawned = std::thread::Builder::new()
             .name("kernels-conn".into())
             .spawn(move || {
                 conn.serve();
                 lock(&streams).remove(&id);
+                users.give(uid);
                 live.fetch_sub(1, Ordering::AcqRel);
             });
         if spawned.is_err() {
             lock(&self.streams).remove(&id);
+            self.users.give(uid);
             self.live.fetch_sub(1, Ordering::AcqRel);
             self.store.reject("io_error");
         }
@@ -275,6 +321,8 @@ struct Connection {
     budget: Arc<ByteBudget>,
     limits: KernelLimits,
     accepted: Instant,
+    pid: u32,
+    uid: u32,
 }
 
 impl Connection {
@@ -282,9 +330,10 @@ impl Connection {
         self.store.pending(1);
         let hello = self.hello();
         self.store.pending(-1);
-        let Some((pid, uid, hello)) = hello else {
+        let Some(hello) = hello else {
             return;
         };
+        let (pid, uid) = (self.pid, self.uid);
         let workload = self.workload(pid, &hello);
         let conn = match self.store.connect(&workload, uid) {
             Ok(conn) => conn,
@@ -295,19 +344,15 @@ impl Connection {
         self.store.disconnect(conn);
     }
 
-    /// The peer's pid, uid and hello, or `None` after counting why not.
-    fn hello(&mut self) -> Option<(u32, u32, Hello)> {
-        let Some((pid, uid)) = peer_credentials(&self.stream) else {
-            self.store.reject("no_credentials");
-            return None;
-        };
+    /// The peer's hello, or `None` after counting why not.
+    fn hello(&mut self) -> Option<Hello> {
         let deadlines = Deadlines {
             first_byte_by: self.accepted + self.limits.hello_timeout,
             frame_timeout: None,
             max_payload: MAX_HELLO_PAYLOAD,
         };
         match read_frame(&mut self.stream, deadlines, &self.budget) {
-            Ok(Message::Hello(hello)) => Some((pid, uid, hello)),
+            Ok(Message::Hello(hello)) => Some(hello),
             Ok(Message::Delta(_)) => {
                 self.store.reject("no_hello");
                 None
@@ -634,6 +679,32 @@ mod tests {
         eventually("refusal counted", || {
             rejected(&f, "too_many_processes") == 1.0
         });
+    }
+
+    #[test]
+    fn one_user_holds_at_most_its_share_of_the_slots() {
+        let f = start(KernelLimits {
+            max_processes_per_user: 2,
+            ..Default::default()
+        });
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let mut s = connect(&f);
+            s.write_all(&hello(Some("w"))).unwrap();
+            held.push(s);
+        }
+        eventually("two connected", || f.listener.store().connected() == 2);
+        let mut third = connect(&f);
+        assert!(closed_by_peer(&mut third));
+        eventually("refusal counted", || {
+            rejected(&f, "too_many_user_processes") == 1.0
+        });
+        // a slot given back can be taken again
+        drop(held.pop());
+        eventually("one left", || f.listener.store().connected() == 1);
+        let mut again = connect(&f);
+        again.write_all(&hello(Some("w"))).unwrap();
+        eventually("two again", || f.listener.store().connected() == 2);
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub struct KernelLimits {
     /// Permissions of the socket file (0o666: any local user may report; 0o660
     /// limits it to the socket's group).
     pub socket_mode: u32,
+    /// Connections one user (uid) may hold at once.
+    pub max_processes_per_user: usize,
     /// Workloads kept at once (connected or within `expiry` of leaving).
     pub max_workloads: usize,
     /// Workloads one user (the uid of the connecting process) may add.
@@ -69,6 +71,7 @@ impl Default for KernelLimits {
             hello_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(60),
             socket_mode: 0o666,
+            max_processes_per_user: 128,
             max_workloads: 256,
             max_workloads_per_user: 64,
             frame_timeout: Duration::from_secs(10),
@@ -533,6 +536,7 @@ fn evict_oldest_gone(inner: &mut Inner, which: impl Fn(&Workload) -> bool) -> Op
 fn rejection_hint(reason: &str) -> &'static str {
     match reason {
         "too_many_processes" => "all process slots are taken (--kernels.max-processes)",
+        "too_many_user_processes" => "this user's processes hold all the slots one user may (--kernels.max-processes-per-user)",
         "too_many_workloads" => "the workload limit is reached (--kernels.max-workloads) and every workload has a process connected",
         "too_many_user_workloads" => "this user's workload limit is reached (--kernels.max-workloads-per-user) and each of them has a process connected",
         "timeout" => "the peer sent no hello in time (--kernels.hello-timeout) or fell silent (--kernels.idle-timeout)",
