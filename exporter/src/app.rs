@@ -10,7 +10,7 @@ use crate::collector::default_collectors;
 use crate::collector::kernels::KernelCollector;
 use crate::collector::pods::{PodsCollector, CALL_TIMEOUT};
 use crate::collector::runner::Collection;
-use crate::kernels::{KernelLimits, KernelListener, ListenerError, DEFAULT_SOCKET_PATH};
+use crate::kernels::{KernelListener, ListenerError, DEFAULT_SOCKET_PATH};
 use crate::kubelet::{self, PodResourcesClient, SocketChoice, SocketPathError};
 use crate::registry::SnapshotStore;
 use crate::server::listen::ListenError;
@@ -89,9 +89,11 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
 
     let kind = backend.kind();
     let gpus = backend.devices().len();
+    let uuids = gpu_uuids(&backend);
     let mut collection = Collection::new(backend, default_collectors());
     let kernels = kernel_listener(args)?;
     if let Some(listener) = &kernels {
+        listener.store().set_gpus(uuids);
         collection.add_collector(Box::new(KernelCollector::new(listener.store())));
     }
     let kubelet_socket = match kubelet {
@@ -148,7 +150,7 @@ fn kernel_listener(args: &ServeArgs) -> Result<Option<KernelListener>, StartErro
     if args.no_kernels {
         return Ok(None);
     }
-    match KernelListener::spawn(&args.kernels_socket_path, KernelLimits::default()) {
+    match KernelListener::spawn(&args.kernels_socket_path, args.kernels.limits()) {
         Ok(listener) => Ok(Some(listener)),
         Err(e) if args.kernels_socket_path.as_os_str() == DEFAULT_SOCKET_PATH => {
             tracing::warn!(
@@ -159,6 +161,16 @@ fn kernel_listener(args: &ServeArgs) -> Result<Option<KernelListener>, StartErro
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// UUIDs of the GPUs the backend sees: injected processes may report only these.
+fn gpu_uuids(backend: &Arc<dyn Backend>) -> Vec<String> {
+    backend
+        .devices()
+        .iter()
+        .filter_map(|d| d.identity().ok())
+        .map(|id| id.uuid)
+        .collect()
 }
 
 /// The kubelet socket for the pods collector, unless `--no-kubelet`. Checked before

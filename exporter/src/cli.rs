@@ -107,6 +107,10 @@ pub struct ServeArgs {
     #[arg(long = "no-kernels", env = "POOLPROF_NO_KERNELS")]
     pub no_kernels: bool,
 
+    /// Limits of the kernel socket (`--kernels.max-*`, `--kernels.*-timeout`).
+    #[command(flatten)]
+    pub kernels: crate::kernels::KernelFlags,
+
     /// The kubelet's pod-resources socket, read for poolprof_gpu_pod_info (which
     /// container holds each GPU). Default: /var/lib/kubelet/pod-resources/kubelet.sock
     /// when it exists; a path given here must exist.

@@ -65,11 +65,13 @@ impl Source for FakeCupti {
         Sample::new(self.agg.lock().unwrap().take(), self.duty_ppm)
     }
     fn uuid(&self, _ordinal: u32) -> Option<[u8; 16]> {
-        Some([0x5a; 16])
+        Some(GPU0_BYTES)
     }
 }
 
-const UUID: &str = "GPU-5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a";
+/// Simulated GPU 0 (the exporter takes reports only for GPUs it sees).
+const UUID: &str = "GPU-00000000-0000-4000-8000-000000000000";
+const GPU0_BYTES: [u8; 16] = [0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0];
 
 fn process(
     socket: &Path,

@@ -421,7 +421,8 @@ impl Source for FakeCupti {
         Sample::new(self.0.lock().unwrap().take(), DutyCycle::Always.ppm())
     }
     fn uuid(&self, _ordinal: u32) -> Option<[u8; 16]> {
-        Some([0; 16])
+        // GPU0's bytes: the exporter takes reports only for GPUs it sees.
+        Some([0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0])
     }
 }
 

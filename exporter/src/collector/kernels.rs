@@ -13,7 +13,10 @@
 //! `poolprof_inject_kernel_sampling_ratio{workload}` (below 1 when the duty cycle
 //! samples; the counters are already scaled up),
 //! `poolprof_inject_connected_processes` and
-//! `poolprof_inject_rejected_connections_total{reason}`.
+//! `poolprof_inject_rejected_connections_total{reason}`; the socket's bounds:
+//! `poolprof_inject_pending_connections`, `poolprof_inject_workloads`,
+//! `poolprof_inject_evicted_workloads_total`,
+//! `poolprof_inject_discarded_reports_total{reason}`.
 
 use super::{CollectError, Collector, Gpu};
 use crate::kernels::KernelStore;
@@ -57,6 +60,10 @@ pub const KERNEL_METRICS: &[&str] = &[
     "poolprof_inject_kernel_sampling_ratio",
     "poolprof_inject_connected_processes",
     "poolprof_inject_rejected_connections_total",
+    "poolprof_inject_pending_connections",
+    "poolprof_inject_workloads",
+    "poolprof_inject_evicted_workloads_total",
+    "poolprof_inject_discarded_reports_total",
 ];
 
 #[cfg(test)]
@@ -73,7 +80,7 @@ mod tests {
             top_k: 1,
             ..Default::default()
         }));
-        let conn = store.connect("train");
+        let conn = store.connect("train", 0).unwrap();
         let kernel = |name: &str| KernelDelta {
             name: name.into(),
             stats: KernelStats::one(1000),

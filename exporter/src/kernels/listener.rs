@@ -1,20 +1,24 @@
 //! The Unix socket the injection library reports to.
 //!
 //! One thread accepts, one thread serves each connection (at most
-//! `max_processes`). A connection is tied to its process by the socket's peer
-//! credentials (`SO_PEERCRED`, in the exporter's pid namespace), never by what the
-//! peer claims. Its first frame must be a hello within `hello_timeout`; then deltas
-//! follow. Any malformed frame, a second hello, silence for `idle_timeout`, or a
-//! connection over the limit closes the connection and counts it in
-//! `poolprof_inject_rejected_connections_total{reason}`.
+//! `max_processes`, counting those that have not said hello yet, and at most
+//! `max_processes_per_user` of one uid). A connection is tied
+//! to its process by the socket's peer credentials (`SO_PEERCRED`, in the exporter's
+//! pid namespace), never by what the peer claims. Its first frame must be a small
+//! hello, whole within `hello_timeout` of the accept; then deltas follow, each whole
+//! within `frame_timeout` of its first byte (see [`super::frame`]: trickling bytes
+//! does not extend a deadline). Any malformed frame, a second hello, silence for
+//! `idle_timeout`, a slow frame, or a connection over a limit closes the connection
+//! and counts it in `poolprof_inject_rejected_connections_total{reason}`.
 //!
 //! The socket's directory is created (mode 0755) when missing; the socket itself gets
 //! `socket_mode` (default 0666, so processes of any user can report). A stale socket
 //! file is replaced; a live one (another exporter answering) is an error.
 
+use super::frame::{read_frame, ByteBudget, Deadlines, FrameError};
 use super::store::{ConnId, KernelLimits, KernelStore};
 use crate::workload::{WorkloadResolver, MAX_WORKLOAD_LEN};
-use poolprof_inject::wire::{read_message, Hello, Message, ReadError};
+use poolprof_inject::wire::{Hello, Message, MAX_LABEL_BYTES, MAX_PAYLOAD_BYTES};
 use std::collections::HashMap;
 use std::io::ErrorKind;
 use std::os::fd::AsRawFd;
@@ -24,10 +28,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Pause after a failed accept (e.g. out of file descriptors) before trying again.
 const ACCEPT_RETRY: Duration = Duration::from_millis(50);
+
+/// Largest hello payload the library can send: pid, three strings at their limit, the
+/// workload's presence flag, interval and duty cycle. Until a peer has said hello it
+/// may not make the exporter buffer more.
+const MAX_HELLO_PAYLOAD: usize = 4 + 3 * (2 + MAX_LABEL_BYTES) + 1 + 3 * 4;
 
 /// Why the listener could not start.
 #[derive(Debug, thiserror::Error)]
@@ -92,7 +101,7 @@ impl KernelListener {
         // The accept thread blocks in accept(2); `Drop` shuts this clone down to wake
         // it. Polling instead cost 0.15% of a core on an idle H100 node.
         let waker = listener.try_clone().map_err(io("duplicating the socket"))?;
-        let store = Arc::new(KernelStore::new(limits));
+        let store = Arc::new(KernelStore::new(limits.clone()));
         let stop = Arc::new(AtomicBool::new(false));
         let streams = Arc::new(Mutex::new(HashMap::new()));
         let acceptor = Acceptor {
@@ -102,6 +111,8 @@ impl KernelListener {
             streams: Arc::clone(&streams),
             resolver: Arc::new(Mutex::new(resolver)),
             live: Arc::new(AtomicUsize::new(0)),
+            budget: Arc::new(ByteBudget::new(limits.max_buffered_bytes)),
+            users: Arc::new(UserSlots::default()),
             next: 0,
         };
         let thread = std::thread::Builder::new()
@@ -199,14 +210,44 @@ struct Acceptor {
     streams: Arc<Mutex<HashMap<u64, UnixStream>>>,
     resolver: Arc<Mutex<WorkloadResolver>>,
     live: Arc<AtomicUsize>,
+    budget: Arc<ByteBudget>,
+    users: Arc<UserSlots>,
     next: u64,
+}
+
+/// Connections held per user (uid).
+#[derive(Debug, Default)]
+struct UserSlots(Mutex<HashMap<u32, usize>>);
+
+impl UserSlots {
+    /// Takes a slot for `uid` unless it holds `max` already.
+    fn take(&self, uid: u32, max: usize) -> bool {
+        let mut held = lock(&self.0);
+        let n = held.entry(uid).or_insert(0);
+        if *n >= max {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    /// Gives a slot of `uid` back.
+    fn give(&self, uid: u32) {
+        let mut held = lock(&self.0);
+        if let Some(n) = held.get_mut(&uid) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                held.remove(&uid);
+            }
+        }
+    }
 }
 
 impl Acceptor {
     fn run(mut self) {
         while !self.stop.load(Ordering::Relaxed) {
             match self.listener.accept() {
-                Ok((stream, _)) => self.admit(stream),
+                Ok((stream, _)) => self.admit(stream, Instant::now()),
                 Err(_) if self.stop.load(Ordering::Relaxed) => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -217,15 +258,25 @@ impl Acceptor {
         }
     }
 
-    fn admit(&mut self, stream: UnixStream) {
+    fn admit(&mut self, stream: UnixStream, accepted: Instant) {
         let limits = self.store.limits().clone();
         if self.live.load(Ordering::Acquire) >= limits.max_processes {
             self.store.reject("too_many_processes");
             return;
         }
+        let Some((pid, uid)) = peer_credentials(&stream) else {
+            self.store.reject("no_credentials");
+            return;
+        };
+        // One user cannot take every slot: the others' processes still get in.
+        if !self.users.take(uid, limits.max_processes_per_user) {
+            self.store.reject("too_many_user_processes");
+            return;
+        }
         let id = self.next;
         self.next += 1;
         if stream.set_nonblocking(false).is_err() {
+            self.users.give(uid);
             self.store.reject("io_error");
             return;
         }
@@ -237,19 +288,26 @@ impl Acceptor {
             stream,
             store: Arc::clone(&self.store),
             resolver: Arc::clone(&self.resolver),
+            budget: Arc::clone(&self.budget),
             limits,
+            accepted,
+            pid,
+            uid,
         };
         let live = Arc::clone(&self.live);
         let streams = Arc::clone(&self.streams);
+        let users = Arc::clone(&self.users);
         let spawned = std::thread::Builder::new()
             .name("kernels-conn".into())
             .spawn(move || {
                 conn.serve();
                 lock(&streams).remove(&id);
+                users.give(uid);
                 live.fetch_sub(1, Ordering::AcqRel);
             });
         if spawned.is_err() {
             lock(&self.streams).remove(&id);
+            self.users.give(uid);
             self.live.fetch_sub(1, Ordering::AcqRel);
             self.store.reject("io_error");
         }
@@ -260,62 +318,79 @@ struct Connection {
     stream: UnixStream,
     store: Arc<KernelStore>,
     resolver: Arc<Mutex<WorkloadResolver>>,
+    budget: Arc<ByteBudget>,
     limits: KernelLimits,
+    accepted: Instant,
+    pid: u32,
+    uid: u32,
 }
 
 impl Connection {
     fn serve(mut self) {
-        let Some(pid) = peer_pid(&self.stream) else {
-            self.store.reject("no_credentials");
+        self.store.pending(1);
+        let hello = self.hello();
+        self.store.pending(-1);
+        let Some(hello) = hello else {
             return;
         };
-        if self
-            .stream
-            .set_read_timeout(Some(self.limits.hello_timeout))
-            .is_err()
-        {
-            self.store.reject("io_error");
-            return;
-        }
-        let hello = match read_message(&mut self.stream) {
-            Ok(Message::Hello(hello)) => hello,
-            Ok(Message::Delta(_)) => return self.store.reject("no_hello"),
-            Err(e) => return self.reject(&e),
-        };
+        let (pid, uid) = (self.pid, self.uid);
         let workload = self.workload(pid, &hello);
-        tracing::debug!(pid, %workload, process = %hello.process_name, version = %hello.library_version, "kernel reporter connected");
-        let conn = self.store.connect(&workload);
+        let conn = match self.store.connect(&workload, uid) {
+            Ok(conn) => conn,
+            Err(reason) => return self.store.reject(reason),
+        };
+        tracing::debug!(pid, uid, %workload, process = %hello.process_name, version = %hello.library_version, "kernel reporter connected");
         self.serve_deltas(conn);
         self.store.disconnect(conn);
     }
 
-    fn serve_deltas(&mut self, conn: ConnId) {
-        if self
-            .stream
-            .set_read_timeout(Some(self.limits.idle_timeout))
-            .is_err()
-        {
-            return self.store.reject("io_error");
+    /// The peer's hello, or `None` after counting why not.
+    fn hello(&mut self) -> Option<Hello> {
+        let deadlines = Deadlines {
+            first_byte_by: self.accepted + self.limits.hello_timeout,
+            frame_timeout: None,
+            max_payload: MAX_HELLO_PAYLOAD,
+        };
+        match read_frame(&mut self.stream, deadlines, &self.budget) {
+            Ok(Message::Hello(hello)) => Some(hello),
+            Ok(Message::Delta(_)) => {
+                self.store.reject("no_hello");
+                None
+            }
+            Err(FrameError::Closed) => {
+                self.store.reject("closed_before_hello");
+                None
+            }
+            // The whole hello is due `hello_timeout` after the accept.
+            Err(FrameError::Slow) => {
+                self.store.reject("timeout");
+                None
+            }
+            Err(e) => {
+                self.reject(&e);
+                None
+            }
         }
+    }
+
+    fn serve_deltas(&mut self, conn: ConnId) {
         loop {
-            match read_message(&mut self.stream) {
+            let deadlines = Deadlines {
+                first_byte_by: Instant::now() + self.limits.idle_timeout,
+                frame_timeout: Some(self.limits.frame_timeout),
+                max_payload: MAX_PAYLOAD_BYTES,
+            };
+            match read_frame(&mut self.stream, deadlines, &self.budget) {
                 Ok(Message::Delta(delta)) => self.store.apply(conn, &delta),
                 Ok(Message::Hello(_)) => return self.store.reject("second_hello"),
-                Err(ReadError::Closed) => return,
+                Err(FrameError::Closed) => return,
                 Err(e) => return self.reject(&e),
             }
         }
     }
 
-    fn reject(&self, error: &ReadError) {
-        let reason = match error {
-            ReadError::Closed => "closed_before_hello",
-            ReadError::Io(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                "timeout"
-            }
-            ReadError::Io(_) => "io_error",
-            ReadError::Decode(e) => e.reason(),
-        };
+    fn reject(&self, error: &FrameError) {
+        let reason = error.reason();
         tracing::debug!(%error, reason, "kernel reporter disconnected");
         self.store.reject(reason);
     }
@@ -338,11 +413,12 @@ fn clean_label(raw: &str) -> String {
     poolprof_inject::wire::truncate_utf8(printable.trim(), MAX_WORKLOAD_LEN).to_string()
 }
 
-/// The peer's pid from `SO_PEERCRED`.
-fn peer_pid(stream: &UnixStream) -> Option<u32> {
+/// The peer's pid and uid from `SO_PEERCRED`.
+fn peer_credentials(stream: &UnixStream) -> Option<(u32, u32)> {
     use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
     let creds = getsockopt(stream, PeerCredentials).ok()?;
-    u32::try_from(creds.pid()).ok().filter(|pid| *pid > 0)
+    let pid = u32::try_from(creds.pid()).ok().filter(|pid| *pid > 0)?;
+    Some((pid, creds.uid()))
 }
 
 #[cfg(test)]
@@ -606,6 +682,32 @@ mod tests {
     }
 
     #[test]
+    fn one_user_holds_at_most_its_share_of_the_slots() {
+        let f = start(KernelLimits {
+            max_processes_per_user: 2,
+            ..Default::default()
+        });
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let mut s = connect(&f);
+            s.write_all(&hello(Some("w"))).unwrap();
+            held.push(s);
+        }
+        eventually("two connected", || f.listener.store().connected() == 2);
+        let mut third = connect(&f);
+        assert!(closed_by_peer(&mut third));
+        eventually("refusal counted", || {
+            rejected(&f, "too_many_user_processes") == 1.0
+        });
+        // a slot given back can be taken again
+        drop(held.pop());
+        eventually("one left", || f.listener.store().connected() == 1);
+        let mut again = connect(&f);
+        again.write_all(&hello(Some("w"))).unwrap();
+        eventually("two again", || f.listener.store().connected() == 2);
+    }
+
+    #[test]
     fn series_expire_after_the_process_exits() {
         let f = start(KernelLimits {
             expiry: Duration::from_millis(200),
@@ -653,5 +755,124 @@ mod tests {
             KernelListener::spawn(&long, KernelLimits::default()),
             Err(ListenerError::BadPath { .. })
         ));
+    }
+
+    /// Writes `bytes` one at a time, `gap` apart, until the peer closes.
+    fn trickle(mut s: UnixStream, bytes: Vec<u8>, gap: Duration) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            for b in bytes {
+                if s.write_all(&[b]).is_err() {
+                    return;
+                }
+                std::thread::sleep(gap);
+            }
+        })
+    }
+
+    #[test]
+    fn a_hello_trickled_byte_by_byte_is_cut_off_at_the_hello_deadline() {
+        let f = start(KernelLimits {
+            hello_timeout: Duration::from_millis(300),
+            ..Default::default()
+        });
+        let s = connect(&f);
+        let mut reader = s.try_clone().unwrap();
+        // Each byte comes well within the timeout, the whole hello does not.
+        let writer = trickle(s, hello(Some("slow")), Duration::from_millis(50));
+        eventually("the pending connection is visible", || {
+            value(&metrics(&f), "poolprof_inject_pending_connections", &[]) == Some(1.0)
+        });
+        let started = Instant::now();
+        assert!(closed_by_peer(&mut reader));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        eventually("timeout counted", || rejected(&f, "timeout") == 1.0);
+        let set = metrics(&f);
+        assert_eq!(
+            value(&set, "poolprof_inject_pending_connections", &[]),
+            Some(0.0)
+        );
+        assert_eq!(
+            value(&set, "poolprof_inject_connected_processes", &[]),
+            Some(0.0)
+        );
+        writer.join().unwrap();
+    }
+
+    #[test]
+    fn a_report_trickled_byte_by_byte_is_cut_off_at_the_frame_deadline() {
+        let f = start(KernelLimits {
+            frame_timeout: Duration::from_millis(300),
+            ..Default::default()
+        });
+        let mut s = connect(&f);
+        s.write_all(&hello(Some("slow"))).unwrap();
+        eventually("connected", || f.listener.store().connected() == 1);
+        let mut reader = s.try_clone().unwrap();
+        let writer = trickle(s, delta(["k".to_string()], 1), Duration::from_millis(50));
+        assert!(closed_by_peer(&mut reader));
+        eventually("frame_timeout counted", || {
+            rejected(&f, "frame_timeout") == 1.0
+        });
+        eventually("disconnected", || f.listener.store().connected() == 0);
+        writer.join().unwrap();
+    }
+
+    #[test]
+    fn a_large_frame_before_the_hello_is_refused_unread() {
+        let f = start(KernelLimits::default());
+        let mut s = connect(&f);
+        let mut header = MAGIC.to_vec();
+        header.extend_from_slice(&VERSION.to_le_bytes());
+        header.extend_from_slice(&[1, 0]);
+        header.extend_from_slice(&((MAX_HELLO_PAYLOAD + 1) as u32).to_le_bytes());
+        s.write_all(&header).unwrap();
+        assert!(closed_by_peer(&mut s));
+        eventually("oversized counted", || rejected(&f, "oversized") == 1.0);
+    }
+
+    #[test]
+    fn the_largest_hello_the_library_can_send_is_accepted() {
+        let f = start(KernelLimits::default());
+        let mut s = connect(&f);
+        let long = "w".repeat(MAX_LABEL_BYTES + 10);
+        let frame = encode_hello(&Hello {
+            pid: u32::MAX,
+            process_name: long.clone(),
+            workload: Some(long.clone()),
+            library_version: long,
+            interval_ms: u32::MAX,
+            duty: DutyCycle::Sampled {
+                trace_ms: 1,
+                period_ms: u32::MAX,
+            },
+        });
+        assert_eq!(
+            frame.len(),
+            poolprof_inject::wire::HEADER_BYTES + MAX_HELLO_PAYLOAD
+        );
+        s.write_all(&frame).unwrap();
+        eventually("connected", || f.listener.store().connected() == 1);
+    }
+
+    #[test]
+    fn a_new_workload_over_the_limit_is_refused_and_counted() {
+        let f = start(KernelLimits {
+            max_workloads: 1,
+            ..Default::default()
+        });
+        let mut first = connect(&f);
+        first.write_all(&hello(Some("first"))).unwrap();
+        eventually("connected", || f.listener.store().connected() == 1);
+        let mut second = connect(&f);
+        second.write_all(&hello(Some("second"))).unwrap();
+        assert!(closed_by_peer(&mut second));
+        eventually("refusal counted", || {
+            rejected(&f, "too_many_workloads") == 1.0
+        });
+        // the first is still served
+        first.write_all(&delta(["k".to_string()], 1)).unwrap();
+        eventually("first's launch", || {
+            launches(&f, &[("workload", "first")]) == Some(1.0)
+        });
     }
 }

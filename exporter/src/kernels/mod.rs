@@ -3,9 +3,13 @@
 //! readable kernel names ([`demangle`]). `collector::kernels` publishes them.
 
 pub mod demangle;
+pub mod flags;
+pub mod frame;
 pub mod listener;
+pub mod rejection_log;
 pub mod store;
 
+pub use flags::KernelFlags;
 pub use listener::{KernelListener, ListenerError};
 pub use store::{KernelLimits, KernelStore};
 

@@ -8,12 +8,19 @@
 //!   are admitted heaviest first, and launches of kernels that find no room are added
 //!   to `kernel="other"`. A named kernel idle for `expiry` gives its slot back.
 //! - at most `max_series` named kernels in total;
-//! - a workload's series are dropped `expiry` after its last process disconnected.
+//! - at most `max_workloads` workloads, `max_workloads_per_user` of them first
+//!   reported by one user (uid); at the limit the workload gone longest (no process
+//!   connected) makes room, else the new process is refused;
+//! - only GPUs this exporter sees (their UUIDs, or an ordinal below their number);
+//!   reports of other devices are discarded and counted;
+//! - a workload's series are dropped `expiry` after its last process disconnected, and
+//!   a (`uuid`, `workload`) pair's `expiry` after its last report.
 
 use super::demangle::{short_name, OTHER};
+use super::rejection_log::RejectionLog;
 use crate::registry::MetricSet;
-use poolprof_inject::wire::{Delta, Geometry, MemcpyBytes, FULL_DUTY_PPM};
-use std::collections::{BTreeMap, HashMap};
+use poolprof_inject::wire::{Delta, DeviceId, Geometry, MemcpyBytes, FULL_DUTY_PPM};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -39,6 +46,18 @@ pub struct KernelLimits {
     /// Permissions of the socket file (0o666: any local user may report; 0o660
     /// limits it to the socket's group).
     pub socket_mode: u32,
+    /// Connections one user (uid) may hold at once.
+    pub max_processes_per_user: usize,
+    /// Workloads kept at once (connected or within `expiry` of leaving).
+    pub max_workloads: usize,
+    /// Workloads one user (the uid of the connecting process) may add.
+    pub max_workloads_per_user: usize,
+    /// Time a frame has from its first byte to its last.
+    pub frame_timeout: Duration,
+    /// Memory all connections together may hold in frames still arriving.
+    pub max_buffered_bytes: usize,
+    /// Each kind of refusal is logged at most once per this interval.
+    pub log_interval: Duration,
 }
 
 impl Default for KernelLimits {
@@ -52,6 +71,12 @@ impl Default for KernelLimits {
             hello_timeout: Duration::from_secs(5),
             idle_timeout: Duration::from_secs(60),
             socket_mode: 0o666,
+            max_processes_per_user: 128,
+            max_workloads: 256,
+            max_workloads_per_user: 64,
+            frame_timeout: Duration::from_secs(10),
+            max_buffered_bytes: 32 << 20,
+            log_interval: Duration::from_secs(60),
         }
     }
 }
@@ -60,6 +85,9 @@ impl Default for KernelLimits {
 pub type ConnId = u64;
 
 const NAME_CACHE_LIMIT: usize = 16_384;
+
+/// Devices one workload may report when the exporter does not know its GPUs.
+const UNCHECKED_DEVICES_PER_WORKLOAD: usize = 16;
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Totals {
@@ -96,17 +124,32 @@ fn blocks(g: &Geometry) -> u64 {
     g.grid.iter().map(|&d| u64::from(d)).product()
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Group {
     kernels: HashMap<String, Named>,
     other: Totals,
     memcpy: [f64; 4],
     memset_bytes: f64,
+    last_update: Instant,
+}
+
+impl Group {
+    fn new(now: Instant) -> Self {
+        Self {
+            kernels: HashMap::new(),
+            other: Totals::default(),
+            memcpy: [0.0; 4],
+            memset_bytes: 0.0,
+            last_update: now,
+        }
+    }
 }
 
 #[derive(Debug)]
 struct Workload {
     connected: usize,
+    /// The user whose process first reported it (its `max_workloads_per_user` slot).
+    owner: u32,
     dropped_records: f64,
     sampling_ratio: f64,
     last_update: Instant,
@@ -124,8 +167,13 @@ struct Inner {
     groups: BTreeMap<(String, String), Group>,
     named_series: usize,
     rejected: BTreeMap<&'static str, u64>,
+    discarded: BTreeMap<&'static str, u64>,
+    evicted_workloads: u64,
+    pending: usize,
     names: HashMap<String, String>,
     next_conn: ConnId,
+    /// The UUIDs (lowercase) of the GPUs the exporter sees; `None` until known.
+    gpus: Option<HashSet<String>>,
 }
 
 /// What injected processes reported, shared by the listener and the collector.
@@ -133,15 +181,29 @@ struct Inner {
 pub struct KernelStore {
     limits: KernelLimits,
     inner: Mutex<Inner>,
+    log: Mutex<RejectionLog>,
 }
 
 impl KernelStore {
     /// An empty store with these bounds.
     pub fn new(limits: KernelLimits) -> Self {
+        // Published at 0 from the start, so increase() sees the first discard.
+        let discarded = BTreeMap::from([("unknown_gpu", 0)]);
         Self {
+            log: Mutex::new(RejectionLog::new(limits.log_interval)),
             limits,
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(Inner {
+                discarded,
+                ..Inner::default()
+            }),
         }
+    }
+
+    /// Accepts reports only for these GPUs (NVML `GPU-…` UUIDs) and for CUDA ordinals
+    /// below their number; every other device's report is discarded.
+    pub fn set_gpus(&self, uuids: impl IntoIterator<Item = String>) {
+        let set = uuids.into_iter().map(|u| u.to_ascii_lowercase()).collect();
+        self.lock().gpus = Some(set);
     }
 
     /// The bounds in force.
@@ -153,9 +215,29 @@ impl KernelStore {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records a process that said hello; its reports go to `workload`.
-    pub fn connect(&self, workload: &str) -> ConnId {
-        let mut inner = self.lock();
+    /// Records a process of user `uid` that said hello; its reports go to
+    /// `workload`. A new workload beyond the limits is refused with the reason to count
+    /// (after the workload gone longest, if any, made room).
+    pub fn connect(&self, workload: &str, uid: u32) -> Result<ConnId, &'static str> {
+        let now = Instant::now();
+        let mut guard = self.lock();
+        let inner = &mut *guard;
+        if !inner.workloads.contains_key(workload) {
+            self.make_room(inner, uid)?;
+            inner.workloads.insert(
+                workload.to_string(),
+                Workload {
+                    connected: 0,
+                    owner: uid,
+                    dropped_records: 0.0,
+                    sampling_ratio: 1.0,
+                    last_update: now,
+                },
+            );
+        }
+        let w = inner.workloads.get_mut(workload).expect("inserted above");
+        w.connected += 1;
+        w.last_update = now;
         let id = inner.next_conn;
         inner.next_conn += 1;
         inner.processes.insert(
@@ -164,18 +246,26 @@ impl KernelStore {
                 workload: workload.to_string(),
             },
         );
-        let w = inner
-            .workloads
-            .entry(workload.to_string())
-            .or_insert_with(|| Workload {
-                connected: 0,
-                dropped_records: 0.0,
-                sampling_ratio: 1.0,
-                last_update: Instant::now(),
-            });
-        w.connected += 1;
-        w.last_update = Instant::now();
-        id
+        Ok(id)
+    }
+
+    /// Frees a workload slot for a new workload of `uid`: over the per-user limit the
+    /// user's own workload gone longest goes, over the total limit anyone's.
+    fn make_room(&self, inner: &mut Inner, uid: u32) -> Result<(), &'static str> {
+        let owned = inner.workloads.values().filter(|w| w.owner == uid).count();
+        if owned >= self.limits.max_workloads_per_user {
+            evict_oldest_gone(inner, |w| w.owner == uid).ok_or("too_many_user_workloads")?;
+        } else if inner.workloads.len() >= self.limits.max_workloads {
+            evict_oldest_gone(inner, |_| true).ok_or("too_many_workloads")?;
+        }
+        Ok(())
+    }
+
+    /// Counts an accepted connection that has not said hello yet (`+1`) or is no
+    /// longer waiting for it (`-1`).
+    pub fn pending(&self, delta: isize) {
+        let mut inner = self.lock();
+        inner.pending = inner.pending.saturating_add_signed(delta);
     }
 
     /// Records that a process went away; its series expire later.
@@ -189,9 +279,26 @@ impl KernelStore {
         }
     }
 
-    /// Counts a connection refused or closed for `reason`.
+    /// Counts a connection refused or closed for `reason`, and logs it (one line per
+    /// reason per `log_interval`).
     pub fn reject(&self, reason: &'static str) {
         *self.lock().rejected.entry(reason).or_insert(0) += 1;
+        let what = format!(
+            "refused or closed an injection connection: {}",
+            rejection_hint(reason)
+        );
+        self.log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .log(reason, &what);
+    }
+
+    fn discard(&self, reason: &'static str, count: u64, what: &str) {
+        *self.lock().discarded.entry(reason).or_insert(0) += count;
+        self.log
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .log(reason, what);
     }
 
     /// Processes connected now.
@@ -217,9 +324,18 @@ impl KernelStore {
             w.sampling_ratio = duty / f64::from(FULL_DUTY_PPM);
             w.last_update = now;
         }
+        let mut unknown: Option<DeviceId> = None;
+        let mut unknown_count = 0u64;
         for device in &delta.devices {
             let key = (device.device.label(), workload.clone());
-            let group = inner.groups.entry(key).or_default();
+            if !inner.groups.contains_key(&key) && !device_allowed(inner, &device.device, &workload)
+            {
+                unknown.get_or_insert(device.device);
+                unknown_count += 1;
+                continue;
+            }
+            let group = inner.groups.entry(key).or_insert_with(|| Group::new(now));
+            group.last_update = now;
             add_memory(group, &device.memcpy, device.memset_bytes, scale);
             group
                 .other
@@ -249,6 +365,14 @@ impl KernelStore {
                 }
             }
         }
+        drop(guard);
+        if let Some(device) = unknown {
+            self.discard(
+                "unknown_gpu",
+                unknown_count,
+                &format!("discarded the report of workload {workload:?} for device {device}: not a GPU this exporter sees (counted in poolprof_inject_discarded_reports_total)"),
+            );
+        }
     }
 
     /// Drops what expired: workloads gone for `expiry`, named kernels idle for `expiry`.
@@ -268,7 +392,7 @@ impl KernelStore {
         }
         let mut removed = 0;
         inner.groups.retain(|(_, workload), group| {
-            if !inner.workloads.contains_key(workload) {
+            if !inner.workloads.contains_key(workload) || stale(group.last_update) {
                 removed += group.kernels.len();
                 return false;
             }
@@ -280,9 +404,11 @@ impl KernelStore {
         inner.named_series -= removed;
     }
 
-    /// Writes every series (after expiring old ones).
+    /// Writes every series (after expiring old ones, and logging refusals suppressed
+    /// in an interval now over).
     pub fn write_metrics(&self, out: &mut MetricSet) {
         self.expire(Instant::now());
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).flush();
         let inner = self.lock();
         for ((uuid, workload), group) in &inner.groups {
             for (name, named) in &group.kernels {
@@ -331,6 +457,32 @@ impl KernelStore {
             &[],
             inner.processes.len() as f64,
         );
+        out.gauge(
+            "poolprof_inject_pending_connections",
+            "Connections to the kernel listener that have not sent their hello yet (they hold a process slot).",
+            &[],
+            inner.pending as f64,
+        );
+        out.gauge(
+            "poolprof_inject_workloads",
+            "Workloads the kernel listener keeps series for (connected, or left less than the expiry ago).",
+            &[],
+            inner.workloads.len() as f64,
+        );
+        out.counter(
+            "poolprof_inject_evicted_workloads_total",
+            "Workloads whose series were dropped before their expiry to make room for a new workload.",
+            &[],
+            inner.evicted_workloads as f64,
+        );
+        for (reason, count) in &inner.discarded {
+            out.counter(
+                "poolprof_inject_discarded_reports_total",
+                "Per-device parts of injection reports discarded, by reason (unknown_gpu: a device this exporter does not see).",
+                &[("reason", reason)],
+                *count as f64,
+            );
+        }
         for (reason, count) in &inner.rejected {
             out.counter(
                 "poolprof_inject_rejected_connections_total",
@@ -339,6 +491,62 @@ impl KernelStore {
                 *count as f64,
             );
         }
+    }
+}
+
+/// Whether a new (device, workload) pair may get series: a GPU the exporter sees, or,
+/// while it knows none, one of the workload's first few devices.
+fn device_allowed(inner: &Inner, device: &DeviceId, workload: &str) -> bool {
+    match &inner.gpus {
+        Some(gpus) => match device.uuid {
+            Some(_) => gpus.contains(&device.label().to_ascii_lowercase()),
+            None => (device.ordinal as usize) < gpus.len(),
+        },
+        None => {
+            inner.groups.keys().filter(|(_, w)| w == workload).count()
+                < UNCHECKED_DEVICES_PER_WORKLOAD
+        }
+    }
+}
+
+/// Drops the workload matching `which` that has no process connected and was updated
+/// longest ago; `None` when there is none.
+fn evict_oldest_gone(inner: &mut Inner, which: impl Fn(&Workload) -> bool) -> Option<()> {
+    let name = inner
+        .workloads
+        .iter()
+        .filter(|(_, w)| w.connected == 0 && which(w))
+        .min_by_key(|(_, w)| w.last_update)
+        .map(|(name, _)| name.clone())?;
+    inner.workloads.remove(&name);
+    let mut removed = 0;
+    inner.groups.retain(|(_, workload), group| {
+        let keep = *workload != name;
+        if !keep {
+            removed += group.kernels.len();
+        }
+        keep
+    });
+    inner.named_series -= removed;
+    inner.evicted_workloads += 1;
+    Some(())
+}
+
+/// What a rejection reason means, for the log line.
+fn rejection_hint(reason: &str) -> &'static str {
+    match reason {
+        "too_many_processes" => "all process slots are taken (--kernels.max-processes)",
+        "too_many_user_processes" => "this user's processes hold all the slots one user may (--kernels.max-processes-per-user)",
+        "too_many_workloads" => "the workload limit is reached (--kernels.max-workloads) and every workload has a process connected",
+        "too_many_user_workloads" => "this user's workload limit is reached (--kernels.max-workloads-per-user) and each of them has a process connected",
+        "timeout" => "the peer sent no hello in time (--kernels.hello-timeout) or fell silent (--kernels.idle-timeout)",
+        "frame_timeout" => "a frame did not arrive whole in time (--kernels.frame-timeout)",
+        "busy" => "no memory left for the frame in time (--kernels.max-buffered-bytes)",
+        "wrong_version" => "the peer speaks another protocol version; run the library and the exporter from the same release",
+        "bad_magic" => "the peer does not speak the poolprof-inject protocol",
+        "oversized" => "the peer announced a frame larger than allowed",
+        "no_hello" | "second_hello" => "the peer broke the protocol's order (hello first, once)",
+        _ => "the peer sent malformed data or the socket failed",
     }
 }
 
@@ -462,7 +670,7 @@ mod tests {
     #[test]
     fn the_latest_launch_shape_is_published_per_named_kernel() {
         let store = KernelStore::new(KernelLimits::default());
-        let conn = store.connect("train");
+        let conn = store.connect("train", 0).unwrap();
         let shaped = |grid: [u32; 3], block: [u32; 3]| {
             let mut k = kernel("gemm", 1, 1_000);
             k.geometry = Geometry {
@@ -519,8 +727,8 @@ mod tests {
     #[test]
     fn processes_of_one_workload_add_up() {
         let store = KernelStore::new(KernelLimits::default());
-        let a = store.connect("train");
-        let b = store.connect("train");
+        let a = store.connect("train", 0).unwrap();
+        let b = store.connect("train", 0).unwrap();
         store.apply(
             a,
             &delta(FULL_DUTY_PPM, vec![kernel("gemm", 10, 1_000_000_000)]),
@@ -562,7 +770,7 @@ mod tests {
     #[test]
     fn sampled_reports_are_scaled_up_and_marked() {
         let store = KernelStore::new(KernelLimits::default());
-        let c = store.connect("infer");
+        let c = store.connect("infer", 0).unwrap();
         store.apply(c, &delta(250_000, vec![kernel("k", 3, 3_000)]));
         let set = metrics(&store);
         assert_eq!(
@@ -582,8 +790,8 @@ mod tests {
     #[test]
     fn sampled_memory_bytes_are_scaled_up_like_kernels() {
         let store = KernelStore::new(KernelLimits::default());
-        let exact = store.connect("exact");
-        let sampled = store.connect("sampled");
+        let exact = store.connect("exact", 0).unwrap();
+        let sampled = store.connect("sampled", 0).unwrap();
         let mut report = delta(FULL_DUTY_PPM, vec![kernel("k", 1, 10)]);
         report.devices[0].memcpy = MemcpyBytes {
             htod: 1_000,
@@ -645,7 +853,7 @@ mod tests {
             ..Default::default()
         };
         let store = KernelStore::new(limits);
-        let c = store.connect("w");
+        let c = store.connect("w", 0).unwrap();
         let kernels = (1..=10)
             .map(|i| kernel(&format!("k{i}"), 1, i * 100))
             .collect();
@@ -676,7 +884,7 @@ mod tests {
     #[test]
     fn names_are_shortened_and_raw_variants_merge() {
         let store = KernelStore::new(KernelLimits::default());
-        let c = store.connect("w");
+        let c = store.connect("w", 0).unwrap();
         store.apply(
             c,
             &delta(
@@ -707,7 +915,7 @@ mod tests {
         };
         let store = KernelStore::new(limits);
         for w in 0..4 {
-            let c = store.connect(&format!("w{w}"));
+            let c = store.connect(&format!("w{w}"), 0).unwrap();
             let kernels = (0..10).map(|i| kernel(&format!("k{i}"), 1, 10)).collect();
             store.apply(c, &delta(FULL_DUTY_PPM, kernels));
         }
@@ -733,8 +941,8 @@ mod tests {
             ..Default::default()
         };
         let store = KernelStore::new(limits);
-        let a = store.connect("gone");
-        let b = store.connect("stays");
+        let a = store.connect("gone", 0).unwrap();
+        let b = store.connect("stays", 0).unwrap();
         store.apply(a, &delta(FULL_DUTY_PPM, vec![kernel("k", 1, 10)]));
         store.apply(b, &delta(FULL_DUTY_PPM, vec![kernel("k", 1, 10)]));
         store.disconnect(a);
@@ -778,7 +986,7 @@ mod tests {
             ..Default::default()
         };
         let store = KernelStore::new(limits);
-        let c = store.connect("w");
+        let c = store.connect("w", 0).unwrap();
         store.apply(c, &delta(FULL_DUTY_PPM, vec![kernel("warmup", 1, 10)]));
         std::thread::sleep(Duration::from_millis(80));
         store.expire(Instant::now());
@@ -818,11 +1026,152 @@ mod tests {
     #[test]
     fn reports_after_disconnect_are_ignored() {
         let store = KernelStore::new(KernelLimits::default());
-        let c = store.connect("w");
+        let c = store.connect("w", 0).unwrap();
         store.disconnect(c);
         store.apply(c, &delta(FULL_DUTY_PPM, vec![kernel("k", 1, 10)]));
         assert!(metrics(&store)
             .get("poolprof_kernel_launches_total")
             .is_none());
+    }
+
+    fn on_device(uuid: Option<[u8; 16]>, ordinal: u32) -> Delta {
+        let mut d = delta(FULL_DUTY_PPM, vec![kernel("k", 1, 10)]);
+        d.devices[0].device = DeviceId { ordinal, uuid };
+        d
+    }
+
+    fn series(set: &MetricSet, name: &str) -> usize {
+        set.get(name).map_or(0, |f| f.get_metric().len())
+    }
+
+    #[test]
+    fn reports_for_gpus_this_exporter_does_not_see_are_discarded_and_counted() {
+        let store = KernelStore::new(KernelLimits::default());
+        store.set_gpus(["GPU-11111111-1111-1111-1111-111111111111".to_string()]);
+        let c = store.connect("w", 0).unwrap();
+        store.apply(c, &on_device(Some([0x11; 16]), 0));
+        for i in 0..1000u32 {
+            let mut made_up = [0u8; 16];
+            made_up[..4].copy_from_slice(&i.to_le_bytes());
+            store.apply(c, &on_device(Some(made_up), 0));
+        }
+        // an ordinal only counts when below the number of GPUs
+        store.apply(c, &on_device(None, 0));
+        store.apply(c, &on_device(None, 7));
+        let set = metrics(&store);
+        assert_eq!(
+            series(&set, "poolprof_memset_bytes_total"),
+            2,
+            "the GPU and cuda:0"
+        );
+        assert_eq!(series(&set, "poolprof_memcpy_bytes_total"), 8);
+        assert_eq!(
+            value(
+                &set,
+                "poolprof_inject_discarded_reports_total",
+                &[("reason", "unknown_gpu")]
+            ),
+            Some(1001.0)
+        );
+    }
+
+    #[test]
+    fn without_known_gpus_a_workload_keeps_a_few_devices() {
+        let store = KernelStore::new(KernelLimits::default());
+        let c = store.connect("w", 0).unwrap();
+        for i in 0..100u8 {
+            store.apply(c, &on_device(Some([i; 16]), 0));
+        }
+        let set = metrics(&store);
+        assert_eq!(
+            series(&set, "poolprof_memset_bytes_total"),
+            UNCHECKED_DEVICES_PER_WORKLOAD
+        );
+    }
+
+    #[test]
+    fn workloads_are_bounded_in_total_and_per_user() {
+        let limits = KernelLimits {
+            max_workloads: 4,
+            max_workloads_per_user: 2,
+            ..Default::default()
+        };
+        let store = KernelStore::new(limits);
+        let a1 = store.connect("a1", 1000).unwrap();
+        let _a2 = store.connect("a2", 1000).unwrap();
+        assert_eq!(store.connect("a3", 1000), Err("too_many_user_workloads"));
+        // another process of a known workload is no new workload
+        assert!(store.connect("a1", 1000).is_ok());
+        let _b1 = store.connect("b1", 2000).unwrap();
+        let _b2 = store.connect("b2", 2000).unwrap();
+        assert_eq!(store.connect("c1", 3000), Err("too_many_workloads"));
+        // once a workload is gone (no process left) it makes room before its expiry
+        store.apply(a1, &delta(FULL_DUTY_PPM, vec![kernel("k", 1, 10)]));
+        store.disconnect(a1);
+        assert!(
+            store.connect("c1", 3000).is_err(),
+            "a1 has a second process"
+        );
+        let set = metrics(&store);
+        assert_eq!(value(&set, "poolprof_inject_workloads", &[]), Some(4.0));
+        assert_eq!(
+            value(&set, "poolprof_inject_evicted_workloads_total", &[]),
+            Some(0.0)
+        );
+    }
+
+    #[test]
+    fn a_gone_workload_makes_room_for_a_new_one() {
+        let limits = KernelLimits {
+            max_workloads: 2,
+            ..Default::default()
+        };
+        let store = KernelStore::new(limits);
+        let old = store.connect("old", 0).unwrap();
+        store.apply(old, &delta(FULL_DUTY_PPM, vec![kernel("k", 1, 10)]));
+        let _stays = store.connect("stays", 0).unwrap();
+        store.disconnect(old);
+        let new = store.connect("new", 0).unwrap();
+        store.apply(new, &delta(FULL_DUTY_PPM, vec![kernel("k", 1, 10)]));
+        let set = metrics(&store);
+        assert!(value(
+            &set,
+            "poolprof_kernel_launches_total",
+            &[("workload", "old")]
+        )
+        .is_none());
+        assert!(value(
+            &set,
+            "poolprof_kernel_launches_total",
+            &[("workload", "new")]
+        )
+        .is_some());
+        assert_eq!(
+            value(&set, "poolprof_inject_evicted_workloads_total", &[]),
+            Some(1.0)
+        );
+        // the evicted workload's named series gave their global slots back
+        assert_eq!(store.lock().named_series, 1);
+    }
+
+    #[test]
+    fn a_gpu_idle_for_the_expiry_loses_its_series_while_the_process_stays() {
+        let limits = KernelLimits {
+            expiry: Duration::from_millis(50),
+            ..Default::default()
+        };
+        let store = KernelStore::new(limits);
+        let c = store.connect("w", 0).unwrap();
+        store.apply(c, &on_device(Some([1; 16]), 0));
+        std::thread::sleep(Duration::from_millis(80));
+        store.apply(c, &on_device(Some([2; 16]), 1));
+        let set = metrics(&store);
+        assert_eq!(series(&set, "poolprof_memset_bytes_total"), 1);
+        assert!(value(
+            &set,
+            "poolprof_memset_bytes_total",
+            &[("uuid", "GPU-02020202-0202-0202-0202-020202020202")]
+        )
+        .is_some());
     }
 }
