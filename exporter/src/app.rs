@@ -6,10 +6,10 @@ use crate::backend::nvml::{NvmlBackend, NvmlInitError};
 use crate::backend::sim::{Scenario, ScenarioError, SimBackend};
 use crate::backend::Backend;
 use crate::cli::{GpuSource, ServeArgs};
-use crate::collector::default_collectors;
 use crate::collector::kernels::KernelCollector;
 use crate::collector::pods::{PodsCollector, CALL_TIMEOUT};
 use crate::collector::runner::Collection;
+use crate::collector::selected_collectors;
 use crate::kernels::{KernelLimits, KernelListener, ListenerError, DEFAULT_SOCKET_PATH};
 use crate::kubelet::{self, PodResourcesClient, SocketChoice, SocketPathError};
 use crate::registry::SnapshotStore;
@@ -89,7 +89,11 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
 
     let kind = backend.kind();
     let gpus = backend.devices().len();
-    let mut collection = Collection::new(backend, default_collectors());
+    let chosen = &args.collectors;
+    let mut collection = Collection::new(
+        backend,
+        selected_collectors(&chosen.selection, chosen.pid_label),
+    );
     let kernels = kernel_listener(args)?;
     if let Some(listener) = &kernels {
         collection.add_collector(Box::new(KernelCollector::new(listener.store())));
@@ -121,6 +125,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
             .as_ref()
             .map_or_else(|| "off".to_string(), |k| k.path().display().to_string()),
         kubelet_socket = %kubelet_socket.as_deref().unwrap_or("off"),
+        collectors = %chosen.selection.describe(),
         "poolprof-exporter started"
     );
     runtime.block_on(bound.serve(termination()));
@@ -141,11 +146,11 @@ pub fn open_backend(source: &GpuSource) -> Result<Arc<dyn Backend>, StartError> 
     })
 }
 
-/// The kernel statistics listener, unless `--no-kernels`. The default path needs
+/// The kernel statistics listener, unless `--no-kernels` or `--no-collector.kernels`. The default path needs
 /// root (`/run`); when it cannot be used the exporter runs on without kernel
 /// metrics, but a path the operator chose must work.
 fn kernel_listener(args: &ServeArgs) -> Result<Option<KernelListener>, StartError> {
-    if args.no_kernels {
+    if args.no_kernels || !args.collectors.selection.enabled("kernels") {
         return Ok(None);
     }
     match KernelListener::spawn(&args.kernels_socket_path, KernelLimits::default()) {
@@ -161,10 +166,11 @@ fn kernel_listener(args: &ServeArgs) -> Result<Option<KernelListener>, StartErro
     }
 }
 
-/// The kubelet socket for the pods collector, unless `--no-kubelet`. Checked before
+/// The kubelet socket for the pods collector, unless `--no-kubelet` or
+/// `--no-collector.pods`. Checked before
 /// anything starts, so a bad `--kubelet.pod-resources-socket` is a usage error.
 fn kubelet_socket(args: &ServeArgs) -> Result<Option<SocketChoice>, StartError> {
-    if args.no_kubelet {
+    if args.no_kubelet || !args.collectors.selection.enabled("pods") {
         return Ok(None);
     }
     let default = std::path::Path::new(kubelet::DEFAULT_SOCKET_PATH);

@@ -16,6 +16,7 @@ pub mod power;
 pub mod process;
 pub mod readings;
 pub mod runner;
+pub mod selection;
 pub mod temperature;
 pub mod utilization;
 pub mod xid;
@@ -31,6 +32,7 @@ use std::sync::Arc;
 
 pub use readings::Readings;
 pub use runner::{Collection, CollectionHandle};
+pub use selection::{Selection, COLLECTOR_NAMES};
 
 /// Every per-GPU metric a fully featured GPU publishes (GPM, NVLink, ECC, a compute
 /// process, an Xid seen), with `gpu` and `uuid` labels. End-to-end tests check them.
@@ -118,6 +120,19 @@ pub fn default_collectors() -> Vec<Box<dyn Collector>> {
         Box::new(gpm::GpmCollector::default()),
         Box::new(mig::MigCollector::default()),
     ]
+}
+
+/// The device collectors that `selection` leaves on, in the order they run; the
+/// process collector labels its series with `pid` when `pid_label`.
+pub fn selected_collectors(selection: &Selection, pid_label: bool) -> Vec<Box<dyn Collector>> {
+    default_collectors()
+        .into_iter()
+        .map(|collector| match collector.name() {
+            "process" => Box::new(process::ProcessCollector::default().pid_label(pid_label)),
+            _ => collector,
+        })
+        .filter(|collector| selection.enabled(collector.name()))
+        .collect()
 }
 
 /// A GPU that answered this interval, with the labels every per-GPU series carries.
