@@ -16,6 +16,7 @@ pub mod power;
 pub mod process;
 pub mod readings;
 pub mod runner;
+pub mod scope;
 pub mod selection;
 pub mod temperature;
 pub mod utilization;
@@ -50,7 +51,6 @@ pub const DEVICE_METRICS: &[&str] = &[
     "poolprof_gpu_energy_joules_total",
     "poolprof_gpu_temperature_celsius",
     "poolprof_gpu_clock_hz",
-    "poolprof_gpu_pcie_throughput_bytes_per_second",
     "poolprof_gpu_pcie_replays_total",
     "poolprof_gpu_pcie_link_generation",
     "poolprof_gpu_pcie_link_width",
@@ -70,6 +70,7 @@ pub const DEVICE_METRICS: &[&str] = &[
     "poolprof_gpu_sm_active_ratio",
     "poolprof_gpu_sm_occupancy_ratio",
     "poolprof_gpu_graphics_engine_active_ratio",
+    "poolprof_gpu_tensor_any_active_ratio",
     "poolprof_gpu_tensor_active_ratio",
     "poolprof_gpu_dram_active_ratio",
     "poolprof_gpu_pipe_active_ratio",
@@ -77,7 +78,8 @@ pub const DEVICE_METRICS: &[&str] = &[
     "poolprof_gpu_nvlink_bytes_per_second",
 ];
 
-/// Per-MIG-instance metrics, with `gpu`, `uuid`, `gpu_instance` and `mig_profile`.
+/// Per-MIG-instance metrics, with `gpu`, `uuid`, `gpu_instance`, `mig_profile` and
+/// `mig_uuid` (the `MIG-…` UUID that `poolprof_gpu_pod_info{uuid}` names).
 pub const MIG_METRICS: &[&str] = &[
     "poolprof_mig_memory_total_bytes",
     "poolprof_mig_memory_used_bytes",
@@ -85,6 +87,7 @@ pub const MIG_METRICS: &[&str] = &[
     "poolprof_mig_sm_active_ratio",
     "poolprof_mig_sm_occupancy_ratio",
     "poolprof_mig_graphics_engine_active_ratio",
+    "poolprof_mig_tensor_any_active_ratio",
     "poolprof_mig_tensor_active_ratio",
     "poolprof_mig_dram_active_ratio",
     "poolprof_mig_pipe_active_ratio",

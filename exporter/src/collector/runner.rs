@@ -538,6 +538,7 @@ mod tests {
         let instance = MigInstance {
             gpu_instance_id: 1,
             profile: "1g.10gb".into(),
+            uuid: Some("MIG-test".into()),
             memory: Some(memory),
             gpm: Some(gpm),
         };
