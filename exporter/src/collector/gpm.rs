@@ -34,7 +34,12 @@ pub struct GpmCollector {
 pub(crate) const PCIE_HELP: &str = "PCIe traffic of the GPU by direction (tx: leaving the GPU), in bytes per second: averaged over the collection interval (GPM), or the driver's last 20 ms window on a GPU without GPM.";
 
 /// Writes every GPM metric present in `gpm` for `scope` with `labels`.
-pub(crate) fn write_gpm(out: &mut MetricSet, scope: Scope, labels: &[(&str, &str)], gpm: &GpmMetrics) {
+pub(crate) fn write_gpm(
+    out: &mut MetricSet,
+    scope: Scope,
+    labels: &[(&str, &str)],
+    gpm: &GpmMetrics,
+) {
     let mut put = |name: &str, help: &str, extra: Option<(&str, &str)>, value: Option<f64>| {
         let Some(value) = value else { return };
         let mut all = labels.to_vec();
@@ -93,12 +98,32 @@ pub(crate) fn write_gpm(out: &mut MetricSet, scope: Scope, labels: &[(&str, &str
         put("pipe_active_ratio", pipe, Some(("pipe", name)), v);
     }
     let pcie = "PCIe traffic of {the} averaged over the collection interval, by direction (GPM).";
-    put("pcie_bytes_per_second", pcie, Some(("direction", "tx")), gpm.pcie_tx_bytes_per_second);
-    put("pcie_bytes_per_second", pcie, Some(("direction", "rx")), gpm.pcie_rx_bytes_per_second);
+    put(
+        "pcie_bytes_per_second",
+        pcie,
+        Some(("direction", "tx")),
+        gpm.pcie_tx_bytes_per_second,
+    );
+    put(
+        "pcie_bytes_per_second",
+        pcie,
+        Some(("direction", "rx")),
+        gpm.pcie_rx_bytes_per_second,
+    );
     let nvlink =
         "NVLink traffic of {the} over all links averaged over the collection interval, by direction (GPM).";
-    put("nvlink_bytes_per_second", nvlink, Some(("direction", "tx")), gpm.nvlink_tx_bytes_per_second);
-    put("nvlink_bytes_per_second", nvlink, Some(("direction", "rx")), gpm.nvlink_rx_bytes_per_second);
+    put(
+        "nvlink_bytes_per_second",
+        nvlink,
+        Some(("direction", "tx")),
+        gpm.nvlink_tx_bytes_per_second,
+    );
+    put(
+        "nvlink_bytes_per_second",
+        nvlink,
+        Some(("direction", "rx")),
+        gpm.nvlink_rx_bytes_per_second,
+    );
 }
 
 impl Collector for GpmCollector {

@@ -18,6 +18,7 @@ pub mod readings;
 pub mod runner;
 pub mod scope;
 pub mod selection;
+pub mod self_process;
 pub mod temperature;
 pub mod utilization;
 pub mod xid;

@@ -102,10 +102,7 @@ mod tests {
         device.set(|f| f.pcie_throughput = Err(ReadError::Pending));
         let (set, result) = run(&mut PcieCollector::default(), &[device.gpu()]);
         result.unwrap();
-        assert_eq!(
-            count(&set, "poolprof_gpu_pcie_bytes_per_second"),
-            0
-        );
+        assert_eq!(count(&set, "poolprof_gpu_pcie_bytes_per_second"), 0);
         assert_eq!(count(&set, "poolprof_gpu_pcie_link_width"), 1);
     }
 }
