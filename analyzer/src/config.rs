@@ -333,7 +333,7 @@ pub fn default_signals() -> Vec<Signal> {
         gpu(
             "tensor_active",
             "avg",
-            "poolprof_gpu_tensor_active_ratio{kind=\"any\"}",
+            "poolprof_gpu_tensor_any_active_ratio",
             None,
         ),
         gpu("dram_active", "avg", "poolprof_gpu_dram_active_ratio", None),
@@ -346,10 +346,7 @@ pub fn default_signals() -> Vec<Signal> {
         ),
         gpu("power", "avg", "poolprof_gpu_power_usage_watts", None),
         on_workload_gpus("sm_active", "poolprof_gpu_sm_active_ratio"),
-        on_workload_gpus(
-            "tensor_active",
-            "poolprof_gpu_tensor_active_ratio{kind=\"any\"}",
-        ),
+        on_workload_gpus("tensor_active", "poolprof_gpu_tensor_any_active_ratio"),
         on_workload_gpus("dram_active", "poolprof_gpu_dram_active_ratio"),
         on_workload_gpus("utilization", "poolprof_gpu_utilization_ratio"),
         Signal {

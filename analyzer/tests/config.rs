@@ -29,10 +29,7 @@ fn defaults_query_the_exporter_metrics_per_gpu_and_per_workload() {
         .collect();
     for (name, metric) in [
         ("sm_active", "poolprof_gpu_sm_active_ratio"),
-        (
-            "tensor_active",
-            "poolprof_gpu_tensor_active_ratio{kind=\"any\"}",
-        ),
+        ("tensor_active", "poolprof_gpu_tensor_any_active_ratio"),
         ("dram_active", "poolprof_gpu_dram_active_ratio"),
         ("utilization", "poolprof_gpu_utilization_ratio"),
         ("memory_used", "poolprof_gpu_memory_used_bytes"),

@@ -22,7 +22,7 @@ LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)(?:\s+\S+)?$
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 # Rows of the short table: (title, metric name, required labels).
 KEY_ROWS = [
-    ("tensor active (any)", "poolprof_gpu_tensor_active_ratio", {"kind": "any"}),
+    ("tensor active (any)", "poolprof_gpu_tensor_any_active_ratio", {}),
     ("tensor active (hmma)", "poolprof_gpu_tensor_active_ratio", {"kind": "hmma"}),
     ("DRAM active", "poolprof_gpu_dram_active_ratio", {}),
     ("SM active", "poolprof_gpu_sm_active_ratio", {}),
@@ -189,7 +189,7 @@ def main():
              ("workload process: memory B", "poolprof_process_gpu_memory_bytes", {"pid": pid})]
     for title, name, want in rows:
         lines.append(f"| {title} | " + " | ".join(fmt(value(p, name, want)) for p in phases) + " |")
-    tensor = {p: value(p, "poolprof_gpu_tensor_active_ratio", {"kind": "any"}) for p in phases}
+    tensor = {p: value(p, "poolprof_gpu_tensor_any_active_ratio", {}) for p in phases}
     dram = {p: value(p, "poolprof_gpu_dram_active_ratio", {}) for p in phases}
     ok_tensor = None not in (tensor["gemm"], tensor["elementwise"]) and tensor["gemm"] > 0.3 \
         and tensor["gemm"] > 2 * tensor["elementwise"]

@@ -6,10 +6,10 @@ use crate::backend::nvml::{NvmlBackend, NvmlInitError};
 use crate::backend::sim::{Scenario, ScenarioError, SimBackend};
 use crate::backend::Backend;
 use crate::cli::{GpuSource, ServeArgs};
-use crate::collector::default_collectors;
 use crate::collector::kernels::KernelCollector;
 use crate::collector::pods::{PodsCollector, CALL_TIMEOUT};
 use crate::collector::runner::Collection;
+use crate::collector::selected_collectors;
 use crate::kernels::{KernelListener, ListenerError, DEFAULT_SOCKET_PATH};
 use crate::kubelet::{self, PodResourcesClient, SocketChoice, SocketPathError};
 use crate::registry::SnapshotStore;
@@ -90,7 +90,11 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
     let kind = backend.kind();
     let gpus = backend.devices().len();
     let uuids = gpu_uuids(&backend);
-    let mut collection = Collection::new(backend, default_collectors());
+    let chosen = &args.collectors;
+    let mut collection = Collection::new(
+        backend,
+        selected_collectors(&chosen.selection, chosen.pid_label),
+    );
     let kernels = kernel_listener(args)?;
     if let Some(listener) = &kernels {
         listener.store().set_gpus(uuids);
@@ -123,6 +127,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
             .as_ref()
             .map_or_else(|| "off".to_string(), |k| k.path().display().to_string()),
         kubelet_socket = %kubelet_socket.as_deref().unwrap_or("off"),
+        collectors = %chosen.selection.describe(),
         "poolprof-exporter started"
     );
     runtime.block_on(bound.serve(termination()));
@@ -143,11 +148,11 @@ pub fn open_backend(source: &GpuSource) -> Result<Arc<dyn Backend>, StartError> 
     })
 }
 
-/// The kernel statistics listener, unless `--no-kernels`. The default path needs
+/// The kernel statistics listener, unless `--no-kernels` or `--no-collector.kernels`. The default path needs
 /// root (`/run`); when it cannot be used the exporter runs on without kernel
 /// metrics, but a path the operator chose must work.
 fn kernel_listener(args: &ServeArgs) -> Result<Option<KernelListener>, StartError> {
-    if args.no_kernels {
+    if args.no_kernels || !args.collectors.selection.enabled("kernels") {
         return Ok(None);
     }
     match KernelListener::spawn(&args.kernels_socket_path, args.kernels.limits()) {
@@ -163,20 +168,28 @@ fn kernel_listener(args: &ServeArgs) -> Result<Option<KernelListener>, StartErro
     }
 }
 
-/// UUIDs of the GPUs the backend sees: injected processes may report only these.
+/// UUIDs of the GPUs the backend sees, and of their MIG instances (a process on a
+/// MIG instance reports the instance's `MIG-…` UUID): injected processes may report
+/// only these. Read at start; a MIG layout changed later needs a restart.
 fn gpu_uuids(backend: &Arc<dyn Backend>) -> Vec<String> {
-    backend
-        .devices()
+    let devices = backend.devices();
+    let gpus = devices
         .iter()
         .filter_map(|d| d.identity().ok())
-        .map(|id| id.uuid)
-        .collect()
+        .map(|id| id.uuid);
+    let migs = devices
+        .iter()
+        .filter_map(|d| d.mig_instances().ok())
+        .flatten()
+        .filter_map(|m| m.uuid);
+    gpus.chain(migs).collect()
 }
 
-/// The kubelet socket for the pods collector, unless `--no-kubelet`. Checked before
+/// The kubelet socket for the pods collector, unless `--no-kubelet` or
+/// `--no-collector.pods`. Checked before
 /// anything starts, so a bad `--kubelet.pod-resources-socket` is a usage error.
 fn kubelet_socket(args: &ServeArgs) -> Result<Option<SocketChoice>, StartError> {
-    if args.no_kubelet {
+    if args.no_kubelet || !args.collectors.selection.enabled("pods") {
         return Ok(None);
     }
     let default = std::path::Path::new(kubelet::DEFAULT_SOCKET_PATH);
@@ -201,4 +214,20 @@ async fn termination() {
         _ = tokio::signal::ctrl_c() => "SIGINT",
     };
     tracing::info!(signal, "shutting down: finishing in-flight requests");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processes_may_report_for_every_gpu_and_every_mig_instance() {
+        // The built-in six: the sixth GPU is partitioned into MIG instances.
+        let backend: Arc<dyn Backend> = Arc::new(SimBackend::with_gpus(6).unwrap());
+        let uuids = gpu_uuids(&backend);
+        let gpus = uuids.iter().filter(|u| u.starts_with("GPU-")).count();
+        let migs = uuids.iter().filter(|u| u.starts_with("MIG-")).count();
+        assert_eq!(gpus, 6, "{uuids:?}");
+        assert!(migs >= 2, "every MIG instance's UUID: {uuids:?}");
+    }
 }

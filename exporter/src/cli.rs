@@ -1,7 +1,10 @@
 //! Command-line flags (clap). Every flag can also come from a `POOLPROF_*`
 //! environment variable; a flag on the command line wins over the variable.
 
+pub mod collectors;
+
 use clap::{Args, Parser, ValueEnum};
+use collectors::CollectorArgs;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -134,6 +137,10 @@ pub struct ServeArgs {
     /// Do not ask the kubelet which containers hold the GPUs.
     #[arg(long = "no-kubelet", env = "POOLPROF_NO_KUBELET")]
     pub no_kubelet: bool,
+
+    /// `--collector.<name>`, `--no-collector.<name>` and the collectors' options.
+    #[command(flatten)]
+    pub collectors: CollectorArgs,
 }
 
 /// Where the GPUs come from.

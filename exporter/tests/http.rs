@@ -562,3 +562,123 @@ async fn basic_auth_over_tls() {
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
     server.stop().await;
 }
+
+/// What a flood of wrong passwords got back, by status.
+#[derive(Debug, Default)]
+struct FloodTally {
+    ok: AtomicUsize,
+    unauthorized: AtomicUsize,
+    throttled: AtomicUsize,
+    other: AtomicUsize,
+}
+
+impl FloodTally {
+    fn total(&self) -> usize {
+        [&self.ok, &self.unauthorized, &self.throttled, &self.other]
+            .iter()
+            .map(|n| n.load(Ordering::SeqCst))
+            .sum()
+    }
+}
+
+/// Issue 13: 60 clients guessing passwords used to hold every `--web.max-requests`
+/// slot while they queued for bcrypt, so every authenticated scrape got 503. Now
+/// credentials are checked before a slot is taken, a remembered password skips
+/// bcrypt, and a guessing address is refused cheaply once its budget is spent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_flood_does_not_starve_authenticated_scrapes() {
+    let dir = tempfile::tempdir().unwrap();
+    // A real cost, so that each bcrypt the flood gets is expensive.
+    let hash = bcrypt::hash("scrape-secret", 8).unwrap();
+    let yaml = format!("basic_auth_users:\n  prometheus: '{hash}'\n");
+    let server = start(
+        ServerOptions {
+            max_requests: 40,
+            web_config: Some(web_config(dir.path(), &yaml)),
+            ..ServerOptions::default()
+        },
+        routes(true),
+    );
+    let url = server.url("http", "/metrics");
+    let from = |ip: [u8; 4]| {
+        reqwest::Client::builder()
+            .local_address(std::net::IpAddr::from(ip))
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap()
+    };
+    // Prometheus has been scraping before the flood starts, from the flood's address.
+    let prometheus = from([127, 0, 0, 1]);
+    let scrape = |client: &reqwest::Client| {
+        client
+            .get(&url)
+            .basic_auth("prometheus", Some("scrape-secret"))
+            .send()
+    };
+    assert_eq!(scrape(&prometheus).await.unwrap().status(), StatusCode::OK);
+
+    let tally = Arc::new(FloodTally::default());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let attacker = from([127, 0, 0, 1]);
+    let flood: Vec<_> = (0..60)
+        .map(|i| {
+            let (client, url, tally, stop) =
+                (attacker.clone(), url.clone(), tally.clone(), stop.clone());
+            tokio::spawn(async move {
+                while !stop.load(Ordering::SeqCst) {
+                    let guess = format!("guess-{i}");
+                    let status = match client
+                        .get(&url)
+                        .basic_auth("prometheus", Some(guess))
+                        .send()
+                        .await
+                    {
+                        Ok(response) => response.status(),
+                        Err(_) => StatusCode::BAD_GATEWAY,
+                    };
+                    let counter = match status {
+                        StatusCode::OK => &tally.ok,
+                        StatusCode::UNAUTHORIZED => &tally.unauthorized,
+                        StatusCode::TOO_MANY_REQUESTS => &tally.throttled,
+                        _ => &tally.other,
+                    };
+                    counter.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        })
+        .collect();
+    while tally.total() < 120 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // Every scrape must succeed: a remembered password never waits for bcrypt or
+    // for a slot the flood holds, so there is no load at which some may fail.
+    let mut statuses = Vec::new();
+    for _ in 0..20 {
+        statuses.push(scrape(&prometheus).await.unwrap().status());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A replica that never logged in, from another address, gets in too: the flood
+    // can run at most its budget of bcrypt checks ahead of it.
+    let replica = from([127, 0, 0, 2]);
+    for _ in 0..3 {
+        statuses.push(scrape(&replica).await.unwrap().status());
+    }
+    stop.store(true, Ordering::SeqCst);
+    for task in flood {
+        task.await.unwrap();
+    }
+    assert!(
+        statuses.iter().all(|s| *s == StatusCode::OK),
+        "authenticated scrapes during the flood: {statuses:?}; flood: {tally:?}"
+    );
+    assert_eq!(tally.ok.load(Ordering::SeqCst), 0, "{tally:?}");
+    assert_eq!(tally.other.load(Ordering::SeqCst), 0, "no 503: {tally:?}");
+    let throttled = tally.throttled.load(Ordering::SeqCst);
+    let unauthorized = tally.unauthorized.load(Ordering::SeqCst);
+    assert!(
+        throttled > unauthorized,
+        "most guesses are refused without bcrypt: {tally:?}"
+    );
+    server.stop().await;
+}

@@ -384,3 +384,49 @@ fn documented_joins_hold_on_shared_gpus() {
     assert!(!passed);
     assert!(said.contains("many-to-many matching not allowed"), "{said}");
 }
+
+/// The MIG join docs/kubernetes.md gives: a container holding a MIG device is named
+/// by the device's `MIG-…` UUID, which `poolprof_mig_*` series carry as `mig_uuid`.
+#[test]
+fn documented_mig_join_names_the_container_of_each_instance() {
+    const JOIN: &str = "label_replace(poolprof_gpu_pod_info, \"mig_uuid\", \"$1\", \"uuid\", \"(MIG-.*)\") * on(mig_uuid) group_left(gpu_instance, mig_profile) poolprof_mig_sm_active_ratio";
+    let mig = |gi: &str, mig_uuid: &str| {
+        format!("gpu=\"0\",uuid=\"GPU-a\",gpu_instance=\"{gi}\",mig_profile=\"1g.10gb\",mig_uuid=\"{mig_uuid}\"")
+    };
+    let owner = |uuid: &str, pod: &str| {
+        format!("uuid=\"{uuid}\",namespace=\"ns\",pod=\"{pod}\",container=\"c\"")
+    };
+    let yaml = [
+        "tests:".to_string(),
+        "  - interval: 1m".into(),
+        "    input_series:".into(),
+        format!("      - series: 'poolprof_mig_sm_active_ratio{{{}}}'\n        values: '0.5 0.5'", mig("1", "MIG-x")),
+        format!("      - series: 'poolprof_mig_sm_active_ratio{{{}}}'\n        values: '0.25 0.25'", mig("2", "MIG-y")),
+        format!("      - series: 'poolprof_gpu_pod_info{{{}}}'\n        values: '1 1'", owner("MIG-x", "p0")),
+        format!("      - series: 'poolprof_gpu_pod_info{{{}}}'\n        values: '1 1'", owner("GPU-b", "p1")),
+        "    promql_expr_test:".into(),
+        format!("      - expr: '{JOIN}'"),
+        "        eval_time: 1m".into(),
+        "        exp_samples:".into(),
+        format!(
+            "          - labels: '{{{},mig_uuid=\"MIG-x\",gpu_instance=\"1\",mig_profile=\"1g.10gb\"}}'\n            value: 0.5",
+            owner("MIG-x", "p0")
+        ),
+        String::new(),
+    ]
+    .join("\n");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mig-join.yml");
+    std::fs::write(&file, &yaml).unwrap();
+    let output = Command::new("promtool")
+        .args(["test", "rules"])
+        .arg(&file)
+        .output()
+        .expect("promtool is installed (Debian package prometheus)");
+    assert!(
+        output.status.success(),
+        "{}{}\n{yaml}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}

@@ -85,10 +85,6 @@ const DEVICE_METRICS: &[Expected] = &[
     every("poolprof_gpu_energy_joules_total", &[]),
     every("poolprof_gpu_temperature_celsius", &["sensor"]),
     every("poolprof_gpu_clock_hz", &["clock"]),
-    every(
-        "poolprof_gpu_pcie_throughput_bytes_per_second",
-        &["direction"],
-    ),
     every("poolprof_gpu_pcie_replays_total", &[]),
     every("poolprof_gpu_pcie_link_generation", &[]),
     every("poolprof_gpu_pcie_link_width", &[]),
@@ -104,6 +100,7 @@ const DEVICE_METRICS: &[Expected] = &[
     whole("poolprof_gpu_sm_active_ratio", &[]),
     whole("poolprof_gpu_sm_occupancy_ratio", &[]),
     whole("poolprof_gpu_graphics_engine_active_ratio", &[]),
+    whole("poolprof_gpu_tensor_any_active_ratio", &[]),
     whole("poolprof_gpu_tensor_active_ratio", &["kind"]),
     whole("poolprof_gpu_dram_active_ratio", &[]),
     whole("poolprof_gpu_pipe_active_ratio", &["pipe"]),
@@ -116,11 +113,11 @@ const DEVICE_METRICS: &[Expected] = &[
     ),
     some(
         "poolprof_mig_memory_used_bytes",
-        &["gpu_instance", "mig_profile"],
+        &["gpu_instance", "mig_profile", "mig_uuid"],
     ),
     some(
         "poolprof_mig_sm_active_ratio",
-        &["gpu_instance", "mig_profile"],
+        &["gpu_instance", "mig_profile", "mig_uuid"],
     ),
 ];
 
@@ -178,6 +175,19 @@ fn prometheus_sees_every_device_metric_of_six_simulated_gpus() {
     let body = exporter.metrics_text();
     let lint = promtool::check_metrics(&body);
     assert!(lint.is_clean(), "promtool check metrics: {}", lint.output);
+    // The exporter's own process, as every Prometheus client library reports it.
+    for name in [
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "process_virtual_memory_bytes",
+        "process_open_fds",
+        "process_max_fds",
+        "process_start_time_seconds",
+    ] {
+        let v = values(api, &format!("{name}{{job=\"poolprof\"}}"));
+        assert!(v.len() == 1 && v[0] >= 0.0, "{name}: {v:?}");
+    }
+    assert!(values(api, "process_resident_memory_bytes{job=\"poolprof\"}")[0] > 1e6);
 }
 
 #[test]

@@ -27,7 +27,7 @@ pub const GPU_SIGNALS: [(ProfileSignal, &str); 13] = [
     ),
     (
         ProfileSignal::TensorActive,
-        r#"max by (uuid) (poolprof_gpu_tensor_active_ratio{kind="any"})"#,
+        "max by (uuid) (poolprof_gpu_tensor_any_active_ratio)",
     ),
     (
         ProfileSignal::TensorHmma,

@@ -68,7 +68,9 @@ pub trait Device: Send + Sync {
     fn temperatures(&self) -> Reading<Vec<Temperature>>;
     /// Current clocks by domain, in Hz.
     fn clocks(&self) -> Reading<Vec<ClockReading>>;
-    /// PCIe throughput over the driver's last 20 ms window.
+    /// PCIe throughput over the driver's last 20 ms window; `Replaced` where GPM
+    /// measures it (the gpm collector then writes the same family), so no GPU has
+    /// two PCIe traffic series per direction.
     fn pcie_throughput(&self) -> Reading<PcieThroughput>;
     /// PCIe replay counter (a counter).
     fn pcie_replays(&self) -> Reading<u64>;

@@ -204,6 +204,8 @@ pub struct MigInstance {
     pub gpu_instance_id: u32,
     /// Profile name, e.g. `1g.10gb` (`mig_profile` label).
     pub profile: String,
+    /// The MIG device's `MIG-…` UUID (`mig_uuid` label), as the kubelet names it.
+    pub uuid: Option<String>,
     /// The instance's memory, where readable.
     pub memory: Option<Memory>,
     /// GPM metrics of the instance, where readable.

@@ -6,15 +6,17 @@
 //! - `poolprof_gpu_sm_active_ratio{gpu,uuid}`
 //! - `poolprof_gpu_sm_occupancy_ratio{gpu,uuid}`
 //! - `poolprof_gpu_graphics_engine_active_ratio{gpu,uuid}`
-//! - `poolprof_gpu_tensor_active_ratio{gpu,uuid,kind}` (`any`, `hmma`, `imma`, `dfma`;
-//!   `any` covers the others, so do not sum across `kind`)
+//! - `poolprof_gpu_tensor_any_active_ratio{gpu,uuid}`: any tensor pipe busy
+//! - `poolprof_gpu_tensor_active_ratio{gpu,uuid,kind}` (`hmma`, `imma`, `dfma`)
 //! - `poolprof_gpu_dram_active_ratio{gpu,uuid}`
 //! - `poolprof_gpu_pipe_active_ratio{gpu,uuid,pipe}` (`fp64`, `fp32`, `fp16`, `integer`)
-//! - `poolprof_gpu_pcie_bytes_per_second{gpu,uuid,direction}` (`tx`/`rx`)
+//! - `poolprof_gpu_pcie_bytes_per_second{gpu,uuid,direction}` (`tx`/`rx`; the pcie
+//!   collector writes it from NVML instead on a GPU without GPM)
 //! - `poolprof_gpu_nvlink_bytes_per_second{gpu,uuid,direction}` (`tx`/`rx`, all links)
 //!
 //! The MIG collector writes the same set per instance under `poolprof_mig_`.
 
+use super::scope::Scope;
 use super::{CollectError, Collector, Gpu, Readings};
 use crate::backend::GpmMetrics;
 use crate::registry::MetricSet;
@@ -27,11 +29,14 @@ pub struct GpmCollector {
     readings: Readings,
 }
 
-/// Writes every GPM metric present in `gpm` under `prefix` (`poolprof_gpu` or
-/// `poolprof_mig`) with `labels`.
+/// HELP of `poolprof_gpu_pcie_bytes_per_second`, which the pcie collector writes
+/// instead for a GPU without GPM: the same for both, since they share the family.
+pub(crate) const PCIE_HELP: &str = "PCIe traffic of the GPU by direction (tx: leaving the GPU), in bytes per second: averaged over the collection interval (GPM), or the driver's last 20 ms window on a GPU without GPM.";
+
+/// Writes every GPM metric present in `gpm` for `scope` with `labels`.
 pub(crate) fn write_gpm(
     out: &mut MetricSet,
-    prefix: &str,
+    scope: Scope,
     labels: &[(&str, &str)],
     gpm: &GpmMetrics,
 ) {
@@ -39,30 +44,38 @@ pub(crate) fn write_gpm(
         let Some(value) = value else { return };
         let mut all = labels.to_vec();
         all.extend(extra);
-        out.gauge(&format!("{prefix}_{name}"), help, &all, value);
+        let help = match (scope, name) {
+            (Scope::Gpu, "pcie_bytes_per_second") => PCIE_HELP.to_string(),
+            _ => scope.help(help),
+        };
+        out.gauge(&scope.metric(name), &help, &all, value);
     };
     put(
         "sm_active_ratio",
-        "Fraction of time at least one warp was active on an SM, averaged over SMs (GPM).",
+        "Fraction of time at least one warp was active on an SM, averaged over the SMs of {the} (GPM).",
         None,
         gpm.sm_active,
     );
     put(
         "sm_occupancy_ratio",
-        "Resident warps over the maximum an SM can hold, averaged over SMs (GPM).",
+        "Resident warps over the maximum an SM can hold, averaged over the SMs of {the} (GPM).",
         None,
         gpm.sm_occupancy,
     );
     put(
         "graphics_engine_active_ratio",
-        "Fraction of time the graphics/compute engine was busy (GPM; with NVML, over the last 10 s).",
+        "Fraction of time the graphics/compute engine of {the} was busy (GPM; with NVML, over the last 10 s).",
         None,
         gpm.graphics_engine_active,
     );
-    let tensor =
-        "Fraction of time the tensor pipes were busy, by kind; any covers the others (GPM).";
+    put(
+        "tensor_any_active_ratio",
+        "Fraction of time any tensor pipe of {the} was busy (GPM); the share of each kind is in tensor_active_ratio{kind}.",
+        None,
+        gpm.tensor_any,
+    );
+    let tensor = "Fraction of time the tensor pipes of {the} were busy with one kind of operation (hmma: half precision, imma: integer, dfma: double) (GPM).";
     for (kind, v) in [
-        ("any", gpm.tensor_any),
         ("hmma", gpm.tensor_hmma),
         ("imma", gpm.tensor_imma),
         ("dfma", gpm.tensor_dfma),
@@ -71,11 +84,11 @@ pub(crate) fn write_gpm(
     }
     put(
         "dram_active_ratio",
-        "DRAM bandwidth used over peak (GPM).",
+        "DRAM bandwidth {the} used over its peak (GPM).",
         None,
         gpm.dram_active,
     );
-    let pipe = "Fraction of time each arithmetic pipe was busy (GPM).";
+    let pipe = "Fraction of time each arithmetic pipe of {the} was busy (GPM).";
     for (name, v) in [
         ("fp64", gpm.pipe_fp64),
         ("fp32", gpm.pipe_fp32),
@@ -84,7 +97,7 @@ pub(crate) fn write_gpm(
     ] {
         put("pipe_active_ratio", pipe, Some(("pipe", name)), v);
     }
-    let pcie = "PCIe traffic averaged over the collection interval, by direction (GPM).";
+    let pcie = "PCIe traffic of {the} averaged over the collection interval, by direction (GPM).";
     put(
         "pcie_bytes_per_second",
         pcie,
@@ -98,7 +111,7 @@ pub(crate) fn write_gpm(
         gpm.pcie_rx_bytes_per_second,
     );
     let nvlink =
-        "NVLink traffic over all links averaged over the collection interval, by direction (GPM).";
+        "NVLink traffic of {the} over all links averaged over the collection interval, by direction (GPM).";
     put(
         "nvlink_bytes_per_second",
         nvlink,
@@ -121,7 +134,7 @@ impl Collector for GpmCollector {
     fn collect(&mut self, gpus: &[Gpu], out: &mut MetricSet) -> Result<(), CollectError> {
         for gpu in gpus {
             if let Some(gpm) = self.readings.take(gpu, "gpm", gpu.device.gpm()) {
-                write_gpm(out, "poolprof_gpu", &gpu.labels(), &gpm);
+                write_gpm(out, Scope::Gpu, &gpu.labels(), &gpm);
             }
         }
         self.readings.finish(NAME)
@@ -156,10 +169,19 @@ mod tests {
             Some(0.9)
         );
         assert_eq!(
-            value(&set, "poolprof_gpu_tensor_active_ratio", &[("kind", "any")]),
+            value(&set, "poolprof_gpu_tensor_any_active_ratio", &[]),
             Some(0.3)
         );
-        assert_eq!(count(&set, "poolprof_gpu_tensor_active_ratio"), 4);
+        assert_eq!(count(&set, "poolprof_gpu_tensor_any_active_ratio"), 1);
+        assert_eq!(count(&set, "poolprof_gpu_tensor_active_ratio"), 3);
+        let kinds = set.get("poolprof_gpu_tensor_active_ratio").unwrap();
+        assert!(
+            kinds.get_metric().iter().all(|m| m
+                .get_label()
+                .iter()
+                .all(|l| l.name() != "kind" || l.value() != "any")),
+            "the total is not one of the kinds, so sum by kind does not count it twice"
+        );
         assert_eq!(
             value(&set, "poolprof_gpu_dram_active_ratio", &[]),
             Some(0.18)
@@ -192,7 +214,7 @@ mod tests {
         device.set(|f| f.gpm.as_mut().unwrap().tensor_imma = None);
         let mut collector = GpmCollector::default();
         let (set, _) = run(&mut collector, &[device.gpu()]);
-        assert_eq!(count(&set, "poolprof_gpu_tensor_active_ratio"), 3);
+        assert_eq!(count(&set, "poolprof_gpu_tensor_active_ratio"), 2);
         device.set(|f| f.gpm = Err(ReadError::Pending));
         let (set, result) = run(&mut collector, &[device.gpu()]);
         result.unwrap();

@@ -6,6 +6,7 @@
 //! - `poolprof_gpu_memory_free_bytes{gpu,uuid}`
 //! - `poolprof_gpu_memory_reserved_bytes{gpu,uuid}` (where the driver reports it)
 
+use super::scope::Scope;
 use super::{CollectError, Collector, Gpu, Readings};
 use crate::backend::Memory;
 use crate::registry::MetricSet;
@@ -18,41 +19,41 @@ pub struct MemoryCollector {
     readings: Readings,
 }
 
-/// Writes the memory gauges of `memory` under `prefix` (`poolprof_gpu` or
-/// `poolprof_mig`) with `labels`; shared with the MIG collector.
+/// Writes the memory gauges of `memory` for `scope` with `labels`; shared with the
+/// MIG collector.
 pub(crate) fn write_memory(
     out: &mut MetricSet,
-    prefix: &str,
+    scope: Scope,
     labels: &[(&str, &str)],
     memory: &Memory,
 ) {
     let mut gauge = |what: &str, help: &str, bytes: u64| {
         out.gauge(
-            &format!("{prefix}_memory_{what}_bytes"),
-            help,
+            &scope.metric(&format!("memory_{what}_bytes")),
+            &scope.help(help),
             labels,
             bytes as f64,
         );
     };
     gauge(
         "total",
-        "Installed frame-buffer memory in bytes.",
+        "Frame-buffer memory of {the}, in bytes.",
         memory.total_bytes,
     );
     gauge(
         "used",
-        "Frame-buffer memory allocated, in bytes.",
+        "Frame-buffer memory of {the} allocated, in bytes.",
         memory.used_bytes,
     );
     gauge(
         "free",
-        "Frame-buffer memory available for allocation, in bytes.",
+        "Frame-buffer memory of {the} available for allocation, in bytes.",
         memory.free_bytes,
     );
     if let Some(reserved) = memory.reserved_bytes {
         gauge(
             "reserved",
-            "Frame-buffer memory the driver reserves for itself, in bytes.",
+            "Frame-buffer memory of {the} that the driver reserves for itself, in bytes.",
             reserved,
         );
     }
@@ -66,7 +67,7 @@ impl Collector for MemoryCollector {
     fn collect(&mut self, gpus: &[Gpu], out: &mut MetricSet) -> Result<(), CollectError> {
         for gpu in gpus {
             if let Some(memory) = self.readings.take(gpu, "memory", gpu.device.memory()) {
-                write_memory(out, "poolprof_gpu", &gpu.labels(), &memory);
+                write_memory(out, Scope::Gpu, &gpu.labels(), &memory);
             }
         }
         self.readings.finish(NAME)

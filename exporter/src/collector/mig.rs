@@ -1,10 +1,14 @@
 //! MIG instances: memory and GPM per GPU instance, when MIG mode is on.
 //!
-//! Metrics (labels `gpu`, `uuid`, `gpu_instance`, `mig_profile`):
+//! Metrics (labels `gpu`, `uuid`, `gpu_instance`, `mig_profile`, and `mig_uuid`, the
+//! instance's `MIG-…` UUID, which is the `uuid` that `poolprof_gpu_pod_info` gives a
+//! container holding a MIG device; join with
+//! `label_replace(poolprof_gpu_pod_info, "mig_uuid", "$1", "uuid", "(MIG-.*)")`):
 //! - `poolprof_mig_memory_total_bytes`, `poolprof_mig_memory_used_bytes`,
 //!   `poolprof_mig_memory_free_bytes`, `poolprof_mig_memory_reserved_bytes`
 //! - `poolprof_mig_sm_active_ratio`, `poolprof_mig_sm_occupancy_ratio`,
-//!   `poolprof_mig_graphics_engine_active_ratio`, `poolprof_mig_tensor_active_ratio{kind}`,
+//!   `poolprof_mig_graphics_engine_active_ratio`, `poolprof_mig_tensor_any_active_ratio`,
+//!   `poolprof_mig_tensor_active_ratio{kind}`,
 //!   `poolprof_mig_dram_active_ratio`, `poolprof_mig_pipe_active_ratio{pipe}`,
 //!   `poolprof_mig_pcie_bytes_per_second{direction}`,
 //!   `poolprof_mig_nvlink_bytes_per_second{direction}`
@@ -14,11 +18,11 @@
 
 use super::gpm::write_gpm;
 use super::memory::write_memory;
+use super::scope::Scope;
 use super::{CollectError, Collector, Gpu, Readings};
 use crate::registry::MetricSet;
 
 const NAME: &str = "mig";
-const PREFIX: &str = "poolprof_mig";
 
 /// Reads `Device::mig_instances`.
 #[derive(Debug, Default)]
@@ -41,13 +45,16 @@ impl Collector for MigCollector {
             };
             for instance in instances {
                 let id = instance.gpu_instance_id.to_string();
-                let labels =
+                let mut labels =
                     gpu.labels_with(&[("gpu_instance", &id), ("mig_profile", &instance.profile)]);
+                if let Some(uuid) = &instance.uuid {
+                    labels.push(("mig_uuid", uuid));
+                }
                 if let Some(memory) = &instance.memory {
-                    write_memory(out, PREFIX, &labels, memory);
+                    write_memory(out, Scope::MigInstance, &labels, memory);
                 }
                 if let Some(gpm) = &instance.gpm {
-                    write_gpm(out, PREFIX, &labels, gpm);
+                    write_gpm(out, Scope::MigInstance, &labels, gpm);
                 }
             }
         }
@@ -80,12 +87,14 @@ mod tests {
                 MigInstance {
                     gpu_instance_id: 1,
                     profile: "1g.10gb".into(),
+                    uuid: Some("MIG-aaaa".into()),
                     memory: Some(memory),
                     gpm: Some(gpm),
                 },
                 MigInstance {
                     gpu_instance_id: 2,
                     profile: "3g.40gb".into(),
+                    uuid: None,
                     memory: None,
                     gpm: None,
                 },
@@ -97,6 +106,7 @@ mod tests {
             ("uuid", "GPU-test-0"),
             ("gpu_instance", "1"),
             ("mig_profile", "1g.10gb"),
+            ("mig_uuid", "MIG-aaaa"),
         ];
         assert_eq!(
             value(&set, "poolprof_mig_memory_used_bytes", &first),
@@ -113,6 +123,8 @@ mod tests {
         assert_eq!(count(&set, "poolprof_mig_memory_used_bytes"), 1);
         assert_eq!(count(&set, "poolprof_mig_tensor_active_ratio"), 0);
         assert!(set.get("poolprof_gpu_sm_active_ratio").is_none());
+        let help = set.get("poolprof_mig_memory_used_bytes").unwrap().help();
+        assert!(help.contains("MIG instance"), "{help}");
     }
 
     #[test]

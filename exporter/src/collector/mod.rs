@@ -16,6 +16,9 @@ pub mod power;
 pub mod process;
 pub mod readings;
 pub mod runner;
+pub mod scope;
+pub mod selection;
+pub mod self_process;
 pub mod temperature;
 pub mod utilization;
 pub mod xid;
@@ -31,6 +34,7 @@ use std::sync::Arc;
 
 pub use readings::Readings;
 pub use runner::{Collection, CollectionHandle};
+pub use selection::{Selection, COLLECTOR_NAMES};
 
 /// Every per-GPU metric a fully featured GPU publishes (GPM, NVLink, ECC, a compute
 /// process, an Xid seen), with `gpu` and `uuid` labels. End-to-end tests check them.
@@ -48,7 +52,6 @@ pub const DEVICE_METRICS: &[&str] = &[
     "poolprof_gpu_energy_joules_total",
     "poolprof_gpu_temperature_celsius",
     "poolprof_gpu_clock_hz",
-    "poolprof_gpu_pcie_throughput_bytes_per_second",
     "poolprof_gpu_pcie_replays_total",
     "poolprof_gpu_pcie_link_generation",
     "poolprof_gpu_pcie_link_width",
@@ -68,6 +71,7 @@ pub const DEVICE_METRICS: &[&str] = &[
     "poolprof_gpu_sm_active_ratio",
     "poolprof_gpu_sm_occupancy_ratio",
     "poolprof_gpu_graphics_engine_active_ratio",
+    "poolprof_gpu_tensor_any_active_ratio",
     "poolprof_gpu_tensor_active_ratio",
     "poolprof_gpu_dram_active_ratio",
     "poolprof_gpu_pipe_active_ratio",
@@ -75,7 +79,8 @@ pub const DEVICE_METRICS: &[&str] = &[
     "poolprof_gpu_nvlink_bytes_per_second",
 ];
 
-/// Per-MIG-instance metrics, with `gpu`, `uuid`, `gpu_instance` and `mig_profile`.
+/// Per-MIG-instance metrics, with `gpu`, `uuid`, `gpu_instance`, `mig_profile` and
+/// `mig_uuid` (the `MIG-…` UUID that `poolprof_gpu_pod_info{uuid}` names).
 pub const MIG_METRICS: &[&str] = &[
     "poolprof_mig_memory_total_bytes",
     "poolprof_mig_memory_used_bytes",
@@ -83,6 +88,7 @@ pub const MIG_METRICS: &[&str] = &[
     "poolprof_mig_sm_active_ratio",
     "poolprof_mig_sm_occupancy_ratio",
     "poolprof_mig_graphics_engine_active_ratio",
+    "poolprof_mig_tensor_any_active_ratio",
     "poolprof_mig_tensor_active_ratio",
     "poolprof_mig_dram_active_ratio",
     "poolprof_mig_pipe_active_ratio",
@@ -118,6 +124,19 @@ pub fn default_collectors() -> Vec<Box<dyn Collector>> {
         Box::new(gpm::GpmCollector::default()),
         Box::new(mig::MigCollector::default()),
     ]
+}
+
+/// The device collectors that `selection` leaves on, in the order they run; the
+/// process collector labels its series with `pid` when `pid_label`.
+pub fn selected_collectors(selection: &Selection, pid_label: bool) -> Vec<Box<dyn Collector>> {
+    default_collectors()
+        .into_iter()
+        .map(|collector| match collector.name() {
+            "process" => Box::new(process::ProcessCollector::default().pid_label(pid_label)),
+            _ => collector,
+        })
+        .filter(|collector| selection.enabled(collector.name()))
+        .collect()
 }
 
 /// A GPU that answered this interval, with the labels every per-GPU series carries.

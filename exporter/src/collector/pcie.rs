@@ -1,13 +1,15 @@
-//! PCIe link, throughput and replays as NVML reports them (GPM's interval-averaged
-//! PCIe traffic is in `gpm.rs`).
+//! PCIe link, throughput and replays as NVML reports them.
 //!
 //! Metrics:
-//! - `poolprof_gpu_pcie_throughput_bytes_per_second{gpu,uuid,direction}` (`tx`/`rx`,
-//!   the driver's last 20 ms window)
+//! - `poolprof_gpu_pcie_bytes_per_second{gpu,uuid,direction}` (`tx`/`rx`, the driver's
+//!   last 20 ms window) on a GPU without GPM; with GPM the backend answers
+//!   `Replaced` and the gpm collector writes the same family, averaged over the
+//!   whole interval, so each GPU has one PCIe traffic series per direction
 //! - `poolprof_gpu_pcie_replays_total{gpu,uuid}`
 //! - `poolprof_gpu_pcie_link_generation{gpu,uuid}`
 //! - `poolprof_gpu_pcie_link_width{gpu,uuid}`
 
+use super::gpm::PCIE_HELP;
 use super::{CollectError, Collector, Gpu, Readings};
 use crate::registry::MetricSet;
 
@@ -35,8 +37,8 @@ impl Collector for PcieCollector {
                     [("tx", t.tx_bytes_per_second), ("rx", t.rx_bytes_per_second)]
                 {
                     out.gauge(
-                        "poolprof_gpu_pcie_throughput_bytes_per_second",
-                        "PCIe throughput over the driver's last 20 ms window, by direction (tx: leaving the GPU).",
+                        "poolprof_gpu_pcie_bytes_per_second",
+                        PCIE_HELP,
                         &gpu.labels_with(&[("direction", direction)]),
                         bps,
                     );
@@ -80,7 +82,7 @@ mod tests {
         let device = TestDevice::healthy(0);
         let (set, result) = run(&mut PcieCollector::default(), &[device.gpu()]);
         result.unwrap();
-        let name = "poolprof_gpu_pcie_throughput_bytes_per_second";
+        let name = "poolprof_gpu_pcie_bytes_per_second";
         assert_eq!(value(&set, name, &[("direction", "tx")]), Some(1e8));
         assert_eq!(value(&set, name, &[("direction", "rx")]), Some(2e8));
         assert_eq!(
@@ -100,10 +102,7 @@ mod tests {
         device.set(|f| f.pcie_throughput = Err(ReadError::Pending));
         let (set, result) = run(&mut PcieCollector::default(), &[device.gpu()]);
         result.unwrap();
-        assert_eq!(
-            count(&set, "poolprof_gpu_pcie_throughput_bytes_per_second"),
-            0
-        );
+        assert_eq!(count(&set, "poolprof_gpu_pcie_bytes_per_second"), 0);
         assert_eq!(count(&set, "poolprof_gpu_pcie_link_width"), 1);
     }
 }

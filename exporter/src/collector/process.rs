@@ -1,7 +1,9 @@
 //! Compute processes on each GPU, labelled with their workload (see `workload.rs`).
 //!
 //! Metrics (labels `gpu`, `uuid`, `pid`, `workload`, plus `gpu_instance` for a process
-//! in a MIG instance):
+//! in a MIG instance; with `--no-collector.process.pid-label` there is no `pid` and the
+//! processes of one workload are summed, so a restarting job does not leave a trail of
+//! series behind):
 //! - `poolprof_process_gpu_memory_bytes`
 //! - `poolprof_process_sm_utilization_ratio`
 //! - `poolprof_process_memory_utilization_ratio` (memory controller)
@@ -10,6 +12,7 @@ use super::{CollectError, Collector, Gpu, Readings};
 use crate::backend::ProcessUsage;
 use crate::registry::MetricSet;
 use crate::workload::WorkloadResolver;
+use std::collections::BTreeMap;
 
 const NAME: &str = "process";
 
@@ -18,6 +21,7 @@ const NAME: &str = "process";
 pub struct ProcessCollector {
     readings: Readings,
     workloads: WorkloadResolver,
+    without_pid: bool,
 }
 
 impl ProcessCollector {
@@ -26,18 +30,31 @@ impl ProcessCollector {
         Self {
             readings: Readings::default(),
             workloads,
+            without_pid: false,
         }
     }
 
-    fn write(&mut self, gpu: &Gpu, p: &ProcessUsage, out: &mut MetricSet) {
+    /// With `false`, series carry no `pid` and a workload's processes are summed.
+    pub fn pid_label(mut self, on: bool) -> Self {
+        self.without_pid = !on;
+        self
+    }
+
+    fn workload(&mut self, p: &ProcessUsage) -> String {
         // The backend's name wins: the simulator knows its synthetic workloads.
-        let workload = match &p.workload {
+        match &p.workload {
             Some(name) => name.clone(),
             None => self.workloads.resolve(p.pid),
-        };
+        }
+    }
+
+    fn write(&self, gpu: &Gpu, p: &ProcessUsage, workload: &str, out: &mut MetricSet) {
         let pid = p.pid.to_string();
         let instance = p.gpu_instance_id.map(|id| id.to_string());
-        let mut labels = gpu.labels_with(&[("pid", &pid), ("workload", &workload)]);
+        let mut labels = gpu.labels_with(&[("workload", workload)]);
+        if !self.without_pid {
+            labels.insert(2, ("pid", &pid));
+        }
         if let Some(instance) = &instance {
             labels.push(("gpu_instance", instance));
         }
@@ -79,12 +96,50 @@ impl Collector for ProcessCollector {
             else {
                 continue;
             };
-            for p in &processes {
-                self.write(gpu, p, out);
+            let named: Vec<(String, ProcessUsage)> = processes
+                .into_iter()
+                .map(|p| (self.workload(&p), p))
+                .collect();
+            let named = if self.without_pid {
+                sum_by_workload(named)
+            } else {
+                named
+            };
+            for (workload, p) in &named {
+                self.write(gpu, p, workload, out);
             }
         }
         self.readings.finish(NAME)
     }
+}
+
+/// One usage per workload and MIG instance: memory and ratios summed (a value stays
+/// absent only when no process of the workload has it).
+fn sum_by_workload(named: Vec<(String, ProcessUsage)>) -> Vec<(String, ProcessUsage)> {
+    let add = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
+    let mut sums: BTreeMap<(String, Option<u32>), ProcessUsage> = BTreeMap::new();
+    for (workload, p) in named {
+        match sums.entry((workload, p.gpu_instance_id)) {
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                slot.insert(p);
+            }
+            std::collections::btree_map::Entry::Occupied(mut slot) => {
+                let sum = slot.get_mut();
+                sum.used_memory_bytes = match (sum.used_memory_bytes, p.used_memory_bytes) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (a, b) => a.or(b),
+                };
+                sum.sm_ratio = add(sum.sm_ratio, p.sm_ratio);
+                sum.memory_ratio = add(sum.memory_ratio, p.memory_ratio);
+            }
+        }
+    }
+    sums.into_iter()
+        .map(|((workload, _), usage)| (workload, usage))
+        .collect()
 }
 
 #[cfg(test)]
@@ -149,5 +204,35 @@ mod tests {
             Some((1u64 << 30) as f64)
         );
         assert_eq!(count(&set, "poolprof_process_sm_utilization_ratio"), 0);
+    }
+
+    #[test]
+    fn without_pid_a_workloads_processes_are_summed() {
+        let device = TestDevice::healthy(0);
+        device.set(|f| {
+            f.processes = Ok(vec![
+                usage(1, Some("train")),
+                usage(2, Some("train")),
+                usage(3, Some("serve")),
+            ])
+        });
+        let mut collector = ProcessCollector::default().pid_label(false);
+        let (set, result) = run(&mut collector, &[device.gpu()]);
+        result.unwrap();
+        assert_eq!(count(&set, "poolprof_process_gpu_memory_bytes"), 2);
+        let train = [("workload", "train"), ("gpu_instance", "3")];
+        assert_eq!(
+            value(&set, "poolprof_process_gpu_memory_bytes", &train),
+            Some((2u64 << 30) as f64)
+        );
+        assert_eq!(
+            value(&set, "poolprof_process_memory_utilization_ratio", &train),
+            Some(0.2)
+        );
+        let family = set.get("poolprof_process_gpu_memory_bytes").unwrap();
+        assert!(family
+            .get_metric()
+            .iter()
+            .all(|m| m.get_label().iter().all(|l| l.name() != "pid")));
     }
 }

@@ -8,6 +8,7 @@
 //! - `poolprof_exporter_build_info{version,backend}`
 //! - `poolprof_exporter_collector_success{collector}`
 //! - `poolprof_exporter_collector_duration_seconds{collector}`
+//! - `process_*` (in served snapshots only, see `self_process.rs`)
 
 use super::{Collector, Gpu};
 use crate::backend::{Backend, Device, Identity, ReadError, SystemInfo};
@@ -104,9 +105,11 @@ impl Collection {
         self.run().metrics
     }
 
-    /// Runs one collection and encodes it in both exposition formats.
+    /// Runs one collection, adds this process's `process_*` series, and encodes it
+    /// in both exposition formats.
     pub fn snapshot(&mut self) -> Snapshot {
-        let outcome = self.run();
+        let mut outcome = self.run();
+        super::self_process::write(&mut outcome.metrics);
         Snapshot::new(
             encode::text(&outcome.metrics),
             encode::openmetrics(&outcome.metrics),
@@ -538,6 +541,7 @@ mod tests {
         let instance = MigInstance {
             gpu_instance_id: 1,
             profile: "1g.10gb".into(),
+            uuid: Some("MIG-test".into()),
             memory: Some(memory),
             gpm: Some(gpm),
         };

@@ -1,10 +1,12 @@
 //! The HTTP server (hyper 1 on tokio): binds every `--web.listen-address` up front,
-//! then serves `/metrics` and the probes over plain HTTP or TLS, with
-//! `--web.max-requests` and basic auth applied in front of the routes, and drains
-//! in-flight requests on shutdown.
+//! then serves `/metrics` and the probes over plain HTTP or TLS, with basic auth and
+//! then `--web.max-requests` applied in front of the routes, and drains in-flight
+//! requests on shutdown. Authentication comes first so that clients with wrong
+//! passwords cannot hold the slots that authenticated scrapes need.
 
 pub mod auth;
 pub mod cert_reload;
+pub mod failed_logins;
 pub mod limit;
 pub mod listen;
 pub mod negotiate;
@@ -13,10 +15,10 @@ pub mod routes;
 pub mod tls;
 pub mod web_config;
 
-use auth::BasicAuth;
+use auth::{BasicAuth, Verdict};
 use bytes::Bytes;
 use hyper::body::Incoming;
-use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION, WWW_AUTHENTICATE};
+use hyper::header::{HeaderName, HeaderValue, AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::http::request::Parts;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -27,7 +29,7 @@ use listen::ListenError;
 use routes::{plain, Routes, PROBE_PATHS};
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -263,23 +265,27 @@ async fn connection(
     _held: (mpsc::Sender<Infallible>, OwnedSemaphorePermit),
 ) {
     let Some(acceptor) = tls else {
-        return serve_http(tcp, pipeline, stop).await;
+        return serve_http(tcp, peer.ip(), pipeline, stop).await;
     };
     match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-        Ok(Ok(stream)) => serve_http(stream, pipeline, stop).await,
+        Ok(Ok(stream)) => serve_http(stream, peer.ip(), pipeline, stop).await,
         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed"),
         Err(_) => tracing::debug!(%peer, "TLS handshake timed out"),
     }
 }
 
-async fn serve_http<I>(io: I, pipeline: Arc<Pipeline>, mut stop: watch::Receiver<bool>)
-where
+async fn serve_http<I>(
+    io: I,
+    client: IpAddr,
+    pipeline: Arc<Pipeline>,
+    mut stop: watch::Receiver<bool>,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let header_read_timeout = pipeline.header_read_timeout;
     let service = service_fn(move |request| {
         let pipeline = pipeline.clone();
-        async move { Ok::<_, Infallible>(pipeline.serve(request).await) }
+        async move { Ok::<_, Infallible>(pipeline.serve(request, client).await) }
     });
     let mut builder = http1::Builder::new();
     builder
@@ -304,9 +310,9 @@ where
 }
 
 impl Pipeline {
-    async fn serve(&self, request: Request<Incoming>) -> Response<Body> {
+    async fn serve(&self, request: Request<Incoming>, client: IpAddr) -> Response<Body> {
         let (parts, _body) = request.into_parts();
-        let mut response = self.admit(parts).await;
+        let mut response = self.admit(parts, client).await;
         let headers = response.headers_mut();
         for (name, value) in &self.extra_headers {
             headers.insert(name.clone(), value.clone());
@@ -314,7 +320,15 @@ impl Pipeline {
         response
     }
 
-    async fn admit(&self, parts: Parts) -> Response<Body> {
+    async fn admit(&self, parts: Parts, client: IpAddr) -> Response<Body> {
+        if let Some(auth) = &self.auth {
+            let header = parts.headers.get(AUTHORIZATION).map(HeaderValue::as_bytes);
+            match auth.check(header, client).await {
+                Verdict::Allowed => {}
+                Verdict::Denied => return unauthorized(),
+                Verdict::Throttled(wait) => return throttled(wait),
+            }
+        }
         let _slot = if PROBE_PATHS.contains(&parts.uri.path()) {
             None
         } else {
@@ -328,16 +342,26 @@ impl Pipeline {
                 }
             }
         };
-        if let Some(auth) = &self.auth {
-            let header = parts.headers.get(AUTHORIZATION).map(HeaderValue::as_bytes);
-            if !auth.allows(header).await {
-                let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized\n");
-                response
-                    .headers_mut()
-                    .insert(WWW_AUTHENTICATE, HeaderValue::from_static(auth::CHALLENGE));
-                return response;
-            }
-        }
         self.handler.handle(parts).await
     }
+}
+
+fn unauthorized() -> Response<Body> {
+    let mut response = plain(StatusCode::UNAUTHORIZED, "unauthorized\n");
+    response
+        .headers_mut()
+        .insert(WWW_AUTHENTICATE, HeaderValue::from_static(auth::CHALLENGE));
+    response
+}
+
+fn throttled(wait: Duration) -> Response<Body> {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut response = plain(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("too many failed logins from this address: retry in {seconds} s\n"),
+    );
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    response
 }

@@ -1,4 +1,4 @@
-//! MIG instances of one GPU: id, profile, memory and GPM per GPU instance.
+//! MIG instances of one GPU: id, profile, UUID, memory and GPM per GPU instance.
 
 use super::error::read_error;
 use super::gpm::GpmState;
@@ -69,6 +69,7 @@ pub fn instances(
         out.push(MigInstance {
             gpu_instance_id: gi,
             profile,
+            uuid: mig.uuid().ok(),
             memory,
             gpm,
         });

@@ -184,6 +184,11 @@ impl SimDevice {
     }
 }
 
+/// A stable `MIG-…` UUID for instance `gpu_instance` of simulated GPU `index`.
+pub fn mig_uuid(index: u32, gpu_instance: u32) -> String {
+    format!("MIG-00000000-0000-4000-9000-{index:06x}{gpu_instance:06x}")
+}
+
 fn identity(index: u32) -> Identity {
     let domain = index / HGX_BUSES.len() as u32;
     let bus = HGX_BUSES[index as usize % HGX_BUSES.len()];
@@ -361,11 +366,11 @@ impl Device for SimDevice {
     }
 
     fn pcie_throughput(&self) -> Reading<PcieThroughput> {
-        let a = self.activity(self.now()?);
-        Ok(PcieThroughput {
-            tx_bytes_per_second: a.pcie_tx,
-            rx_bytes_per_second: a.pcie_rx,
-        })
+        // Like NVML on an H100: GPM measures the same bytes over the whole interval.
+        self.now()?;
+        Err(ReadError::Replaced(
+            "poolprof_gpu_pcie_bytes_per_second (GPM)",
+        ))
     }
 
     fn pcie_replays(&self) -> Reading<u64> {
@@ -468,6 +473,7 @@ impl Device for SimDevice {
                 MigInstance {
                     gpu_instance_id: i.gpu_instance_id,
                     profile: i.profile.name.to_string(),
+                    uuid: Some(mig_uuid(self.identity.index, i.gpu_instance_id)),
                     memory: Some(Memory {
                         total_bytes: total,
                         used_bytes: used,
