@@ -4,11 +4,15 @@
 //! between long gaps ([`grid`](super::grid)); remove a linear trend and clip outliers
 //! ([`prepare`]); take the Hann-tapered periodogram and the autocorrelation
 //! ([`spectrum`]); test the periodogram's peaks against a whitened Fisher's g-test
-//! ([`significance`]); keep those that sit on a hill of the autocorrelation, with the
-//! lag refined there ([`acf`]). `docs/analysis.md` explains the choices.
+//! ([`significance`]); keep those that sit on a hill of the autocorrelation ([`acf`]);
+//! when no single peak makes a period, test fundamentals on the sum of their harmonics
+//! ([`harmonics`]), which finds narrow pulses; refine the period on the periodogram
+//! ([`refine`]). `docs/analysis.md` explains the choices.
 
 pub mod acf;
 pub mod harmonics;
+#[cfg(test)]
+mod impulsive_tests;
 pub mod prepare;
 pub mod refine;
 pub mod significance;
