@@ -71,60 +71,81 @@ pub fn log_gamma_tail(h: usize, s: f64) -> f64 {
 /// 3% from a better one.
 pub fn candidates(power: &[f64], w: &Whitened, alpha: f64) -> Vec<Candidate> {
     let r = whitened_padded(power, w);
-    let j_max = (r.len() - 1) as f64;
+    let j_max = r.len() - 1;
     let m_lo = 2 * w.k_min * SUBSTEPS;
-    let step = 1.0 / SUBSTEPS as f64;
-    // Per candidate fundamental: the best ln p over the levels, and its level.
-    let mut best: Vec<(f64, usize)> = Vec::new();
+    // Fundamentals m / SUBSTEPS on the padded grid with at least 2 harmonics in range.
+    let m_hi = j_max * SUBSTEPS / 2;
+    if m_hi < m_lo {
+        return Vec::new();
+    }
+    // Pass 1: the largest sum per level and the number of (fundamental, level) pairs.
+    // Within a level p falls as the sum grows, so these decide whether anything passes
+    // (for most aperiodic series nothing does, at no cost in logarithms).
+    let mut top = [0.0f64; LEVELS.len()];
     let mut trials = 0usize;
-    let mut m = m_lo;
-    loop {
-        let f = m as f64 * step;
-        if 2.0 * f > j_max {
-            break;
-        }
-        let (mut sum, mut top) = (0.0, (0.0f64, 0usize));
-        let mut j = 1;
-        for &h in &LEVELS {
-            if h as f64 * f > j_max {
-                break;
-            }
-            while j <= h {
-                sum += r[(j as f64 * f).round() as usize];
-                j += 1;
-            }
+    for m in m_lo..=m_hi {
+        for_each_level(&r, m, |l, sum| {
+            top[l] = top[l].max(sum);
             trials += 1;
-            let lp = log_gamma_tail(h, sum);
-            if lp < top.0 {
-                top = (lp, h);
-            }
-        }
-        best.push(top);
-        m += 1;
+        });
     }
     let log_trials = (trials.max(1) as f64).ln();
     let log_alpha = alpha.ln();
-    let mut found: Vec<Candidate> = Vec::new();
+    let passes = |l: usize, sum: f64| log_gamma_tail(LEVELS[l], sum) + log_trials <= log_alpha;
+    if !(0..LEVELS.len()).any(|l| passes(l, top[l])) {
+        return Vec::new();
+    }
+    // Pass 2: the best corrected ln p per fundamental, and its level.
+    let best: Vec<(f64, usize)> = (m_lo..=m_hi)
+        .map(|m| {
+            let mut b = (0.0f64, 0usize);
+            for_each_level(&r, m, |l, sum| {
+                let lp = log_gamma_tail(LEVELS[l], sum);
+                if lp < b.0 {
+                    b = (lp, LEVELS[l]);
+                }
+            });
+            (b.0 + log_trials, b.1)
+        })
+        .collect();
     let mut order: Vec<usize> = (0..best.len())
-        .filter(|&i| best[i].0 + log_trials <= log_alpha)
-        .filter(|&i| is_local_min(&best, i))
+        .filter(|&i| best[i].0 <= log_alpha && is_local_min(&best, i))
         .collect();
     order.sort_by(|a, b| best[*a].0.total_cmp(&best[*b].0));
+    let mut found: Vec<Candidate> = Vec::new();
     for i in order {
-        let k = (m_lo + i) as f64 * step / 2.0;
+        let k = (m_lo + i) as f64 / (2 * SUBSTEPS) as f64;
         if found.iter().any(|c| (c.k - k).abs() < 0.03 * c.k) {
             continue;
         }
         found.push(Candidate {
             k,
             harmonics: best[i].1,
-            p: (best[i].0 + log_trials).exp().min(1.0),
+            p: best[i].0.exp().min(1.0),
         });
         if found.len() >= MAX_CANDIDATES {
             break;
         }
     }
     found
+}
+
+/// Calls `f(level index, sum)` for each level whose harmonics of the fundamental
+/// `m / SUBSTEPS` (padded grid) are all in range; harmonic j is read at the nearest
+/// padded bin, in integer arithmetic.
+fn for_each_level(r: &[f64], m: usize, mut f: impl FnMut(usize, f64)) {
+    let j_max = r.len() - 1;
+    let (mut sum, mut j) = (0.0, 1);
+    for (l, &h) in LEVELS.iter().enumerate() {
+        if (h * m + SUBSTEPS / 2) / SUBSTEPS > j_max {
+            return;
+        }
+        while j <= h {
+            sum += r[(j * m + SUBSTEPS / 2) / SUBSTEPS];
+            j += 1;
+        }
+        f(l, sum);
+    }
 }
 
 fn is_local_min(best: &[(f64, usize)], i: usize) -> bool {

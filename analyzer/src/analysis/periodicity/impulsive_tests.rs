@@ -82,8 +82,11 @@ fn assert_found(name: &str, values: &[f64], period: f64) {
     );
 }
 
+/// A noise-free shape: the value at a phase (0–1) of the cycle.
+type Shape = fn(f64) -> f64;
+
 fn assert_impulsive_found_at(cycles: f64) {
-    let shapes: [(&str, fn(f64) -> f64); 4] = [
+    let shapes: [(&str, Shape); 4] = [
         ("dips", dips),
         ("spikes", spikes),
         ("sawtooth", sawtooth),
