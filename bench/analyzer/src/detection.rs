@@ -34,11 +34,14 @@ fn base_seed(set: &str) -> u64 {
 
 /// Periods (in steps) each detector reports for `case`, poolprof's first.
 fn answers(case: &Case) -> [Vec<f64>; 3] {
-    let ours = detect_periods(&Series::from_points(case.points.clone()), &PeriodConfig::default())
-        .periods()
-        .iter()
-        .map(|p| p.period_seconds / STEP)
-        .collect();
+    let ours = detect_periods(
+        &Series::from_points(case.points.clone()),
+        &PeriodConfig::default(),
+    )
+    .periods()
+    .iter()
+    .map(|p| p.period_seconds / STEP)
+    .collect();
     // augurs needs an even grid: the same grid ours builds (short gaps filled).
     let values = grid::segments(&case.points, Some(STEP), 10)
         .map(|s| grid::longest(s).values)
@@ -86,7 +89,10 @@ pub fn run(set: &str, per_cell: usize) {
                     if got.iter().any(|g| within(*g, truth, whole)) {
                         any[e] += 1;
                     } else if e == 0 && show {
-                        eprintln!("miss {shape:?} {cycles} seed {seed}: truth {truth:.2} got {got:?} {}", explain(&case));
+                        eprintln!(
+                            "miss {shape:?} {cycles} seed {seed}: truth {truth:.2} got {got:?} {}",
+                            explain(&case)
+                        );
                     }
                     if got.first().is_some_and(|g| within(*g, truth, whole)) {
                         first[e] += 1;
@@ -94,7 +100,13 @@ pub fn run(set: &str, per_cell: usize) {
                 }
             }
             let cells: Vec<String> = (0..3)
-                .map(|e| format!("{:.0}% ({:.0}%)", pct(any[e], per_cell), pct(first[e], per_cell)))
+                .map(|e| {
+                    format!(
+                        "{:.0}% ({:.0}%)",
+                        pct(any[e], per_cell),
+                        pct(first[e], per_cell)
+                    )
+                })
                 .collect();
             println!("| {shape:?} | {cycles} | {} |", cells.join(" | "));
             for e in 0..3 {
@@ -103,7 +115,10 @@ pub fn run(set: &str, per_cell: usize) {
             count += per_cell;
         }
     }
-    let cells: Vec<String> = total.iter().map(|t| format!("**{:.1}%**", pct(*t, count))).collect();
+    let cells: Vec<String> = total
+        .iter()
+        .map(|t| format!("**{:.1}%**", pct(*t, count)))
+        .collect();
     println!("| all ({count} series) | 6–20 | {} |", cells.join(" | "));
     println!();
     println!("| aperiodic kind | series | {} |", NAMES.join(" | "));
@@ -124,14 +139,20 @@ pub fn run(set: &str, per_cell: usize) {
                 }
             }
         }
-        let cells: Vec<String> = fp.iter().map(|f| format!("{:.1}%", pct(*f, per_kind))).collect();
+        let cells: Vec<String> = fp
+            .iter()
+            .map(|f| format!("{:.1}%", pct(*f, per_kind)))
+            .collect();
         println!("| {kind:?} | {per_kind} | {} |", cells.join(" | "));
         for e in 0..3 {
             fp_total[e] += fp[e];
         }
     }
     let n = per_kind * Aperiodic::ALL.len();
-    let cells: Vec<String> = fp_total.iter().map(|f| format!("**{:.1}%**", pct(*f, n))).collect();
+    let cells: Vec<String> = fp_total
+        .iter()
+        .map(|f| format!("**{:.1}%**", pct(*f, n)))
+        .collect();
     println!("| all | {n} | {} |", cells.join(" | "));
 }
 
@@ -142,7 +163,9 @@ fn pct(x: usize, n: usize) -> f64 {
 /// What the harmonic test saw (development aid): n, and per candidate its period,
 /// harmonics, p-value and autocorrelation hill.
 fn explain(case: &Case) -> String {
-    use poolprof_analyzer::analysis::periodicity::{acf, harmonics, prepare, significance, spectrum};
+    use poolprof_analyzer::analysis::periodicity::{
+        acf, harmonics, prepare, significance, spectrum,
+    };
     let Ok(segs) = grid::segments(&case.points, Some(STEP), 10) else {
         return String::new();
     };
@@ -153,13 +176,21 @@ fn explain(case: &Case) -> String {
     let Some(w) = significance::whiten(&s.power, 3, (n as f64 / 2.5) as usize) else {
         return String::new();
     };
-    let rule = acf::HillRule { min_height: 0.1, min_prominence: 0.1 };
+    let rule = acf::HillRule {
+        min_height: 0.1,
+        min_prominence: 0.1,
+    };
     let cs: Vec<String> = harmonics::candidates(&s.power, &w, 1.0)
         .iter()
         .map(|c| {
             let t = n as f64 / c.k;
             let hill = acf::confirm(&s.acf, t, (1.5 * t * t / n as f64).max(1.5), rule);
-            format!("T={t:.2} H={} p={:.2e} hill={:?}", c.harmonics, c.p, hill.map(|h| (h.lag, h.height)))
+            format!(
+                "T={t:.2} H={} p={:.2e} hill={:?}",
+                c.harmonics,
+                c.p,
+                hill.map(|h| (h.lag, h.height))
+            )
         })
         .collect();
     format!("n={n} {}", cs.join("; "))

@@ -182,7 +182,12 @@ pub fn aperiodic(kind: Aperiodic, rng: &mut ChaCha8Rng) -> Case {
         }
         Aperiodic::Steps => {
             let shifts: Vec<(usize, f64)> = (0..rng.gen_range(1..=4))
-                .map(|_| (rng.gen_range(0..n), (1.0 + 3.0 * rng.gen::<f64>()) * sign(rng)))
+                .map(|_| {
+                    (
+                        rng.gen_range(0..n),
+                        (1.0 + 3.0 * rng.gen::<f64>()) * sign(rng),
+                    )
+                })
                 .collect();
             for (i, v) in x.iter_mut().enumerate() {
                 let level: f64 = shifts.iter().filter(|(at, _)| i >= *at).map(|s| s.1).sum();
@@ -194,7 +199,11 @@ pub fn aperiodic(kind: Aperiodic, rng: &mut ChaCha8Rng) -> Case {
             let at = rng.gen_range(0..n - width.min(n - 1));
             let height = 3.0 + 5.0 * rng.gen::<f64>();
             for (i, v) in x.iter_mut().enumerate() {
-                let burst = if (at..at + width).contains(&i) { height } else { 0.0 };
+                let burst = if (at..at + width).contains(&i) {
+                    height
+                } else {
+                    0.0
+                };
                 *v = burst + normal(rng);
             }
         }

@@ -315,7 +315,7 @@ fn test_harmonic_sums(
     };
     for c in harmonics::candidates(&spectra.power, w, config.alpha) {
         found.best_p = found.best_p.min(c.p);
-        let (mut t0, mut harmonics) = (n / c.k, c.harmonics);
+        let (mut t0, mut summed) = (n / c.k, c.harmonics);
         let Some(mut hill) = hill_at(t0) else {
             found.significant_without_hill.push(t0 * step);
             continue;
@@ -325,10 +325,10 @@ fn test_harmonic_sums(
             Some((d, h))
         }) {
             t0 /= d;
-            harmonics = (harmonics as f64 / d).ceil() as usize;
+            summed = (summed as f64 / d).ceil() as usize;
             hill = shorter;
         }
-        let f = refine::harmonic_peak_frequency(x, 1.0 / t0, 0.25 / n, harmonics.min(8));
+        let f = refine::harmonic_peak_frequency(x, 1.0 / t0, 0.25 / n, summed);
         found.periods.push(Period {
             period_seconds: step / f,
             strength: hill.height,
