@@ -119,7 +119,7 @@ fn shape_at(shape: Shape, u: f64, i: usize, duty: f64) -> f64 {
         Shape::Sawtooth => 0.2 + 0.7 * u,
         Shape::StepBursts => {
             if u < duty {
-                if i % 2 == 0 {
+                if i.is_multiple_of(2) {
                     1.0
                 } else {
                     0.6
