@@ -4,6 +4,8 @@
 //! of 10,080 points (a week at one minute), drawn round-robin from a pool of 1,000
 //! deterministic series mixing every kind of the labelled suite.
 //! `accuracy`: detection/false-positive and forecast-error tables on the labelled suite.
+//! `impulsive dev|report [--per-cell N]`: periodicity on the impulsive suite (issue 11),
+//! with the development or the reporting seed set.
 //! `dump FILE [--series N]`: the first N pool series as raw little-endian f64 rows,
 //! for `peer.py`.
 
@@ -11,7 +13,9 @@
 mod synthetic;
 
 mod accuracy;
+mod detection;
 mod engines;
+mod impulsive;
 mod inputs;
 mod profile;
 mod speed;
@@ -36,6 +40,10 @@ fn main() {
             );
         }
         Some("accuracy") => accuracy::run(flag(&args, "--per-cell", 20)),
+        Some("impulsive") => {
+            let set = args.get(1).map_or("dev", String::as_str);
+            detection::run(set, flag(&args, "--per-cell", 40));
+        }
         Some("profile") => {
             profile::fft_sizes();
             profile::run(flag(&args, "--series", 200))
@@ -45,7 +53,7 @@ fn main() {
             inputs::dump(path, flag(&args, "--series", 200));
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | dump FILE [--series N]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N]");
             std::process::exit(2);
         }
     }

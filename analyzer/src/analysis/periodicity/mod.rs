@@ -4,10 +4,15 @@
 //! between long gaps ([`grid`](super::grid)); remove a linear trend and clip outliers
 //! ([`prepare`]); take the Hann-tapered periodogram and the autocorrelation
 //! ([`spectrum`]); test the periodogram's peaks against a whitened Fisher's g-test
-//! ([`significance`]); keep those that sit on a hill of the autocorrelation, with the
-//! lag refined there ([`acf`]). `docs/analysis.md` explains the choices.
+//! ([`significance`]); keep those that sit on a hill of the autocorrelation ([`acf`]);
+//! when no single peak makes a period, test fundamentals on the sum of their harmonics
+//! ([`harmonics`]), which finds narrow pulses; refine the period on the periodogram
+//! ([`refine`]). `docs/analysis.md` explains the choices.
 
 pub mod acf;
+pub mod harmonics;
+#[cfg(test)]
+mod impulsive_tests;
 pub mod prepare;
 pub mod refine;
 pub mod significance;
@@ -192,7 +197,10 @@ pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> Perio
     let Some(whitened) = significance::whiten(&spectra.power, k_min, k_max) else {
         return PeriodOutcome::none("too short for a periodogram");
     };
-    let found = test_candidates(&x, &spectra, &whitened, step, config);
+    let mut found = test_candidates(&x, &spectra, &whitened, step, config);
+    if found.periods.is_empty() {
+        test_harmonic_sums(&x, &spectra, &whitened, step, config, &mut found);
+    }
     finish(found)
 }
 
@@ -258,7 +266,12 @@ fn test_candidates(
             found.significant_without_hill.push(t0 * step);
             continue;
         };
-        let steps = refined_period(x, t0);
+        let harmonics = harmonic_count(w, n / t0);
+        let steps = if n / t0 < FEW_CYCLES && harmonics > 1 {
+            1.0 / refine::harmonic_peak_frequency(x, 1.0 / t0, 0.5 / n, harmonics)
+        } else {
+            refined_period(x, t0)
+        };
         if near_accepted(&found.periods, steps * step) {
             continue;
         }
@@ -276,6 +289,75 @@ fn test_candidates(
     }
     found
 }
+
+/// When no single peak made a period: fundamentals whose harmonics together stand out
+/// ([`harmonics`]), each confirmed on the autocorrelation like a single peak. The
+/// first confirmed one is reported, at the shortest lag that repeats as strongly (a
+/// harmonic sum at half the fundamental also collects every true harmonic).
+fn test_harmonic_sums(
+    x: &[f64],
+    spectra: &Spectra,
+    w: &Whitened,
+    step: f64,
+    config: &PeriodConfig,
+    found: &mut Found,
+) {
+    let n = spectra.n as f64;
+    let rule = HillRule {
+        min_height: config.min_strength,
+        min_prominence: config.min_prominence,
+    };
+    let max_lag = n / config.min_cycles.max(1.0);
+    let hill_at = |t: f64| {
+        let half = (1.5 * t * t / n).max(1.5);
+        acf::confirm(&spectra.acf, t, half, rule)
+            .filter(|h| h.lag >= config.min_period_steps && h.lag <= max_lag)
+    };
+    for c in harmonics::candidates(&spectra.power, w, config.alpha) {
+        found.best_p = found.best_p.min(c.p);
+        let (mut t0, mut summed) = (n / c.k, c.harmonics);
+        let Some(mut hill) = hill_at(t0) else {
+            found.significant_without_hill.push(t0 * step);
+            continue;
+        };
+        while let Some((d, shorter)) = [2.0, 3.0].iter().find_map(|&d| {
+            let h = hill_at(t0 / d).filter(|h| h.height >= OCTAVE_HEIGHT * hill.height)?;
+            Some((d, h))
+        }) {
+            t0 /= d;
+            summed = (summed as f64 / d).ceil() as usize;
+            hill = shorter;
+        }
+        let f = refine::harmonic_peak_frequency(x, 1.0 / t0, 0.25 / n, summed);
+        found.periods.push(Period {
+            period_seconds: step / f,
+            strength: hill.height,
+            confidence: (1.0 - c.p).clamp(0.0, 1.0),
+            last_peak_seconds: None,
+        });
+        return;
+    }
+}
+
+/// Below this many cycles a period is refined on its harmonics together: the
+/// fundamental alone pins a non-sinusoidal shape to a few percent only.
+const FEW_CYCLES: f64 = 12.0;
+
+/// Harmonics of a fundamental at `k` cycles worth refining on: the highest j ≤ 8 whose
+/// whitened ordinate near j·k stands 3 backgrounds high (1 when none does).
+fn harmonic_count(w: &Whitened, k: f64) -> usize {
+    (2..=8usize)
+        .filter(|&j| {
+            let i = (j as f64 * k).round() as usize;
+            i >= w.k_min && i <= w.k_max() && w.ratio[i - w.k_min] >= 3.0
+        })
+        .max()
+        .unwrap_or(1)
+}
+
+/// A lag a whole fraction of a confirmed one replaces it when its autocorrelation
+/// hill is at least this share as high: the series repeats there already.
+const OCTAVE_HEIGHT: f64 = 0.7;
 
 /// Whether `seconds` is within `tolerance` (relative) of an accepted period divided by
 /// 2, 3, …. The spectral estimate of a period of T steps out of n is good to about

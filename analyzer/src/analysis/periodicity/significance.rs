@@ -32,6 +32,8 @@ pub struct Whitened {
     pub k_min: usize,
     /// `ratio[i]` belongs to Fourier index `k_min + i`.
     pub ratio: Vec<f64>,
+    /// The local background (exponential mean) each ratio was divided by.
+    pub background: Vec<f64>,
     /// Sum of all ratios: the denominator of Fisher's g.
     pub total: f64,
 }
@@ -44,22 +46,19 @@ pub fn whiten(power: &[f64], k_min: usize, k_max: usize) -> Option<Whitened> {
     }
     let ordinates: Vec<f64> = (0..=k_all).map(|k| power[2 * k]).collect();
     let floor = NOISE_FLOOR * ordinates[1..].iter().sum::<f64>() / k_all as f64;
-    let background = background(&ordinates, k_min, k_max);
+    let background: Vec<f64> = background(&ordinates, k_min, k_max)
+        .into_iter()
+        .map(|b| b.max(floor))
+        .collect();
     let ratio: Vec<f64> = (k_min..=k_max)
-        .zip(background)
-        .map(|(k, b)| {
-            let b = b.max(floor);
-            if b > 0.0 {
-                ordinates[k] / b
-            } else {
-                0.0
-            }
-        })
+        .zip(&background)
+        .map(|(k, &b)| if b > 0.0 { ordinates[k] / b } else { 0.0 })
         .collect();
     let total = ratio.iter().sum();
     Some(Whitened {
         k_min,
         ratio,
+        background,
         total,
     })
 }
@@ -177,6 +176,11 @@ impl Whitened {
             .collect();
         peaks.sort_by(|a, b| b.ratio.total_cmp(&a.ratio));
         peaks
+    }
+
+    /// Last tested Fourier index.
+    pub fn k_max(&self) -> usize {
+        self.k_min + self.ratio.len() - 1
     }
 
     /// Number of tested ordinates, M in Fisher's test.

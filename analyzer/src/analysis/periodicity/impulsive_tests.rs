@@ -1,0 +1,160 @@
+//! The shapes a single periodogram peak misses, at 6 and 12 cycles, and the aperiodic
+//! kinds that must stay without a period (issue 11). Deterministic seeds; periods that
+//! are not whole steps; noise at SNR 2 (signal std over noise std).
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::{detect_on_grid, PeriodConfig};
+
+const STEP: f64 = 15.0;
+
+fn normal(rng: &mut ChaCha8Rng) -> f64 {
+    let u1: f64 = rng.gen::<f64>().max(1e-300);
+    let u2: f64 = rng.gen();
+    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+}
+
+fn std_dev(x: &[f64]) -> f64 {
+    let m = x.iter().sum::<f64>() / x.len() as f64;
+    (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / x.len() as f64).sqrt()
+}
+
+/// `cycles` cycles of `shape` (a function of the phase, 0–1) at `period` steps, plus
+/// Gaussian noise at SNR 2.
+fn periodic(shape: impl Fn(f64) -> f64, period: f64, cycles: f64, seed: u64) -> Vec<f64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let n = (cycles * period).ceil() as usize;
+    let signal: Vec<f64> = (0..n)
+        .map(|i| shape((i as f64 / period + 0.3).fract()))
+        .collect();
+    let sigma = std_dev(&signal) / 2.0;
+    signal
+        .iter()
+        .map(|s| s + sigma * normal(&mut rng))
+        .collect()
+}
+
+/// Busy at 0.9 with a dip to 0.1 for 5% of each cycle (a checkpoint).
+fn dips(u: f64) -> f64 {
+    if u < 0.05 {
+        0.1
+    } else {
+        0.9
+    }
+}
+
+/// Idle at 0.05 with a spike to 1 for 4% of each cycle (a cron burst).
+fn spikes(u: f64) -> f64 {
+    if u < 0.04 {
+        1.0
+    } else {
+        0.05
+    }
+}
+
+/// Memory growing from 0.2 to 0.9 and freed at once.
+fn sawtooth(u: f64) -> f64 {
+    0.2 + 0.7 * u
+}
+
+/// A busy window of 30% of the cycle with two levels of sub-steps, idle otherwise.
+fn step_bursts(u: f64) -> f64 {
+    if u < 0.3 {
+        if (u * 40.0) as usize % 2 == 0 {
+            1.0
+        } else {
+            0.6
+        }
+    } else {
+        0.1
+    }
+}
+
+fn assert_found(name: &str, values: &[f64], period: f64) {
+    let out = detect_on_grid(values, STEP, &PeriodConfig::default());
+    let truth = period * STEP;
+    assert!(
+        out.periods()
+            .iter()
+            .any(|p| (p.period_seconds - truth).abs() <= 0.02 * truth),
+        "{name}: {truth} s not found within 2% in {out:?}"
+    );
+}
+
+/// A noise-free shape: the value at a phase (0–1) of the cycle.
+type Shape = fn(f64) -> f64;
+
+fn assert_impulsive_found_at(cycles: f64) {
+    let shapes: [(&str, Shape); 4] = [
+        ("dips", dips),
+        ("spikes", spikes),
+        ("sawtooth", sawtooth),
+        ("step bursts", step_bursts),
+    ];
+    for (name, shape) in shapes {
+        for (period, seed) in [(41.3, 1), (97.6, 2)] {
+            let y = periodic(shape, period, cycles, seed);
+            assert_found(&format!("{name}, {cycles} cycles of {period}"), &y, period);
+        }
+    }
+}
+
+#[test]
+fn impulsive_shapes_are_found_at_6_cycles() {
+    assert_impulsive_found_at(6.0);
+}
+
+#[test]
+fn impulsive_shapes_are_found_at_12_cycles() {
+    assert_impulsive_found_at(12.0);
+}
+
+/// Series of `n` points from `next(previous, rng)`.
+fn walk(n: usize, seed: u64, next: impl Fn(f64, usize, &mut ChaCha8Rng) -> f64) -> Vec<f64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut v = 0.0;
+    (0..n)
+        .map(|i| {
+            v = next(v, i, &mut rng);
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn aperiodic_kinds_have_no_period() {
+    type Kind = fn(f64, usize, &mut ChaCha8Rng) -> f64;
+    let kinds: [(&str, Kind); 6] = [
+        ("white noise", |_, _, r| normal(r)),
+        ("random walk", |v, _, r| v + normal(r)),
+        ("AR(1) 0.5", |v, _, r| 0.5 * v + normal(r)),
+        ("AR(1) 0.95", |v, _, r| 0.95 * v + normal(r)),
+        ("trend", |_, i, r| 0.01 * i as f64 + normal(r)),
+        ("single burst", |_, i, r| {
+            if (200..230).contains(&i) {
+                5.0 + normal(r)
+            } else {
+                normal(r)
+            }
+        }),
+    ];
+    for (name, next) in kinds {
+        for (n, seed) in [(300, 10), (700, 11), (1500, 12)] {
+            let y = walk(n, seed, next);
+            let out = detect_on_grid(&y, STEP, &PeriodConfig::default());
+            assert!(out.periods().is_empty(), "{name}, n {n}: made-up {out:?}");
+        }
+    }
+    // Level shifts: three steps at fixed places.
+    let steps = walk(800, 13, |_, i, r| {
+        [(150, 2.0), (420, -3.0), (610, 1.5)]
+            .iter()
+            .filter(|(at, _)| i >= *at)
+            .map(|s| s.1)
+            .sum::<f64>()
+            + normal(r)
+    });
+    let out = detect_on_grid(&steps, STEP, &PeriodConfig::default());
+    assert!(out.periods().is_empty(), "steps: made-up {out:?}");
+}
