@@ -279,7 +279,7 @@ impl Connection {
         }
         let hello = match read_message(&mut self.stream) {
             Ok(Message::Hello(hello)) => hello,
-            Ok(Message::Delta(_)) => return self.store.reject("no_hello"),
+            Ok(Message::Delta(_) | Message::Counters(_)) => return self.store.reject("no_hello"),
             Err(e) => return self.reject(&e),
         };
         let workload = self.workload(pid, &hello);
@@ -300,6 +300,7 @@ impl Connection {
         loop {
             match read_message(&mut self.stream) {
                 Ok(Message::Delta(delta)) => self.store.apply(conn, &delta),
+                Ok(Message::Counters(counters)) => self.store.apply_counters(conn, &counters),
                 Ok(Message::Hello(_)) => return self.store.reject("second_hello"),
                 Err(ReadError::Closed) => return,
                 Err(e) => return self.reject(&e),
