@@ -73,7 +73,13 @@ unsafe impl Send for State {}
 static STATE: OnceLock<Mutex<State>> = OnceLock::new();
 /// Launch callbacks may start profiling (a window is open and counters are wanted).
 static OPEN: AtomicBool = AtomicBool::new(false);
+/// A launch is being profiled: its exit callback must run even once `OPEN` is off.
+static FLYING: AtomicBool = AtomicBool::new(false);
 static IDLE: Condvar = Condvar::new();
+
+thread_local! {
+    static IN_CALLBACK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
 
 fn lock() -> Option<MutexGuard<'static, State>> {
     STATE
@@ -196,6 +202,7 @@ fn close_window(mut state: MutexGuard<'static, State>) -> MutexGuard<'static, St
             // The launch never reached its exit callback: leave its session
             // (stopping it from here could race with the replay) and stop counters.
             state.in_flight = None;
+            FLYING.store(false, Ordering::Release);
             fail(&mut state, "a profiled launch did not return within 2 s".into());
             break;
         }
@@ -240,19 +247,30 @@ unsafe extern "C" fn on_launch(
     _cbid: CUpti_CallbackId,
     data: *const c_void,
 ) {
-    if domain != CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
-        || data.is_null()
-        || !OPEN.load(Ordering::Acquire)
-    {
+    if domain != CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API || data.is_null() {
         return;
     }
     // SAFETY: for the driver API domain CUPTI passes a CUpti_CallbackData.
     let data = unsafe { &*data.cast::<CUpti_CallbackData>() };
-    let _ = std::panic::catch_unwind(|| match data.callbackSite {
-        CUpti_ApiCallbackSite::CUPTI_API_ENTER => launch_entered(data),
-        CUpti_ApiCallbackSite::CUPTI_API_EXIT => launch_returned(data),
-        _ => {}
+    let site = data.callbackSite;
+    let wanted = match site {
+        CUpti_ApiCallbackSite::CUPTI_API_ENTER => OPEN.load(Ordering::Acquire),
+        CUpti_ApiCallbackSite::CUPTI_API_EXIT => FLYING.load(Ordering::Acquire),
+        _ => false,
+    };
+    // A launch CUPTI makes while this thread is in here (none is expected) must not
+    // take the state lock a second time.
+    if !wanted || IN_CALLBACK.with(|c| c.replace(true)) {
+        return;
+    }
+    let _ = std::panic::catch_unwind(|| {
+        if site == CUpti_ApiCallbackSite::CUPTI_API_ENTER {
+            launch_entered(data)
+        } else {
+            launch_returned(data)
+        }
     });
+    IN_CALLBACK.with(|c| c.set(false));
 }
 
 fn launch_entered(data: &CUpti_CallbackData) {
@@ -263,7 +281,8 @@ fn launch_entered(data: &CUpti_CallbackData) {
     let Ok(name) = unsafe { CStr::from_ptr(data.symbolName) }.to_str() else {
         return;
     };
-    let Some(mut state) = lock() else {
+    // Never wait on the library's threads before a launch: a busy lock skips it.
+    let Some(Ok(mut state)) = STATE.get().map(Mutex::try_lock) else {
         return;
     };
     if state.in_flight.is_some() || !OPEN.load(Ordering::Acquire) || !state.plan.wants(name) {
@@ -280,6 +299,7 @@ fn launch_entered(data: &CUpti_CallbackData) {
                 ordinal,
                 session,
             });
+            FLYING.store(true, Ordering::Release);
         }
         Err(why) => fail(&mut state, why),
     }
@@ -326,6 +346,7 @@ fn launch_returned(data: &CUpti_CallbackData) {
         return;
     }
     let flight = state.in_flight.take().expect("checked above");
+    FLYING.store(false, Ordering::Release);
     let config = &state.configs[&flight.ordinal];
     let measures = config.measures.clone();
     match state.profiler.finish(flight.session, config) {

@@ -10,6 +10,8 @@
 //! - at most `max_series` named kernels in total;
 //! - a workload's series are dropped `expiry` after its last process disconnected.
 
+mod counters;
+
 use super::demangle::{short_name, OTHER};
 use crate::registry::MetricSet;
 use poolprof_inject::wire::{Delta, Geometry, MemcpyBytes, FULL_DUTY_PPM};
@@ -126,6 +128,8 @@ struct Inner {
     rejected: BTreeMap<&'static str, u64>,
     names: HashMap<String, String>,
     next_conn: ConnId,
+    /// Profiled launches (`POOLPROF_KERNEL_COUNTERS`), see `counters`.
+    profiled: counters::CounterTable,
 }
 
 /// What injected processes reported, shared by the listener and the collector.
@@ -278,12 +282,14 @@ impl KernelStore {
             true
         });
         inner.named_series -= removed;
+        inner.profiled.retain_workloads(&inner.workloads);
     }
 
     /// Writes every series (after expiring old ones).
     pub fn write_metrics(&self, out: &mut MetricSet) {
         self.expire(Instant::now());
         let inner = self.lock();
+        inner.profiled.write(out);
         for ((uuid, workload), group) in &inner.groups {
             for (name, named) in &group.kernels {
                 write_kernel(out, uuid, workload, name, &named.totals);
