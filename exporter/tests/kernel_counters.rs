@@ -103,16 +103,25 @@ fn a_peer_with_counters_and_one_without_are_both_published() {
         dram_bytes: Some((100 << 20, 32 << 20)),
         duration_ns: Some(180_000),
     }];
-    with.write_all(&encode_counters(&counters).concat()).unwrap();
+    with.write_all(&encode_counters(&counters).concat())
+        .unwrap();
     with.write_all(&delta(gemm)).unwrap();
 
     let mut without = UnixStream::connect(&path).unwrap();
     without.write_all(&hello("infer")).unwrap();
     without.write_all(&delta("_Z3addPfS_S_")).unwrap();
 
-    let labels = [("uuid", UUID), ("workload", "train"), ("kernel", "gemm_bf16")];
+    let labels = [
+        ("uuid", UUID),
+        ("workload", "train"),
+        ("kernel", "gemm_bf16"),
+    ];
     eventually("two deltas of train", || {
-        value(&scrape(&listener), "poolprof_kernel_launches_total", &labels) == Some(40.0)
+        value(
+            &scrape(&listener),
+            "poolprof_kernel_launches_total",
+            &labels,
+        ) == Some(40.0)
     });
     eventually("infer's delta", || {
         let infer = [("workload", "infer"), ("kernel", "add")];
@@ -124,11 +133,23 @@ fn a_peer_with_counters_and_one_without_are_both_published() {
         l.push(extra);
         l
     };
-    let tensor = value(&set, "poolprof_kernel_flops", &with_label(("precision", "tensor")));
+    let tensor = value(
+        &set,
+        "poolprof_kernel_flops",
+        &with_label(("precision", "tensor")),
+    );
     assert_eq!(tensor, Some(2.0 * 4096f64.powi(3)));
-    let fp64 = value(&set, "poolprof_kernel_flops", &with_label(("precision", "fp64")));
+    let fp64 = value(
+        &set,
+        "poolprof_kernel_flops",
+        &with_label(("precision", "fp64")),
+    );
     assert_eq!(fp64, None, "a precision not measured is not published");
-    let written = value(&set, "poolprof_kernel_dram_bytes", &with_label(("direction", "write")));
+    let written = value(
+        &set,
+        "poolprof_kernel_dram_bytes",
+        &with_label(("direction", "write")),
+    );
     assert_eq!(written, Some(32.0 * 1048576.0));
     let seconds = value(&set, "poolprof_kernel_profiled_duration_seconds", &labels);
     assert_eq!(seconds, Some(180e-6));

@@ -155,13 +155,17 @@ fn open(state: &mut State) -> Result<(), String> {
         code => return Err(format!("cuptiSubscribe failed: {code:?}")),
     }
     state.subscriber = Some(handle);
-    let enable_callback = cupti.enable_callback.ok_or("CUPTI lacks cuptiEnableCallback")?;
+    let enable_callback = cupti
+        .enable_callback
+        .ok_or("CUPTI lacks cuptiEnableCallback")?;
     for cbid in LAUNCH_CALLBACKS {
         let driver = CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API;
         // SAFETY: a handle from cuptiSubscribe; unknown ids are refused, not fatal.
         let code = unsafe { enable_callback(1, handle, driver, cbid) };
         if code != CUptiResult::CUPTI_SUCCESS && cbid == LAUNCH_CALLBACKS[0] {
-            return Err(format!("cuptiEnableCallback(cuLaunchKernel) failed: {code:?}"));
+            return Err(format!(
+                "cuptiEnableCallback(cuLaunchKernel) failed: {code:?}"
+            ));
         }
     }
     OPEN.store(true, Ordering::Release);
@@ -203,7 +207,10 @@ fn close_window(mut state: MutexGuard<'static, State>) -> MutexGuard<'static, St
             // (stopping it from here could race with the replay) and stop counters.
             state.in_flight = None;
             FLYING.store(false, Ordering::Release);
-            fail(&mut state, "a profiled launch did not return within 2 s".into());
+            fail(
+                &mut state,
+                "a profiled launch did not return within 2 s".into(),
+            );
             break;
         }
         state = IDLE
@@ -235,7 +242,9 @@ fn fail(state: &mut State, why: String) {
 
 /// Counters profiled since the last call, for the sender (UUIDs not yet filled in).
 pub fn take() -> Vec<KernelCounters> {
-    lock().map(|mut s| std::mem::take(&mut s.results)).unwrap_or_default()
+    lock()
+        .map(|mut s| std::mem::take(&mut s.results))
+        .unwrap_or_default()
 }
 
 /// The launch callback: on entry to the first launch of a kernel the plan wants,

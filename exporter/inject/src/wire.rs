@@ -51,9 +51,7 @@ const TYPE_DELTA: u8 = 2;
 const TYPE_COUNTERS: u8 = 3;
 
 mod counters;
-pub use counters::{
-    encode_counters, Counters, Flops, KernelCounters, MAX_COUNTERS_PER_FRAME,
-};
+pub use counters::{encode_counters, Counters, Flops, KernelCounters, MAX_COUNTERS_PER_FRAME};
 
 /// Why bytes could not be decoded into a message. A reader that sees any of these
 /// closes the connection: the stream cannot be resynchronised.

@@ -113,7 +113,10 @@ fn counters_follow_the_delta_once_with_the_device_uuid() {
     assert_eq!(c.kernels[0].flops.tensor, Some(2 * 4096 * 4096 * 4096));
     sender.tick(now + Duration::from_millis(100));
     let next = read_message(&mut stream).unwrap();
-    assert!(matches!(next, Message::Delta(_)), "a heartbeat, no counters again");
+    assert!(
+        matches!(next, Message::Delta(_)),
+        "a heartbeat, no counters again"
+    );
     assert_eq!(sender.stats().counters_sent, 1);
 }
 
@@ -155,6 +158,14 @@ fn a_peer_that_closes_at_counters_loses_no_delta_and_gets_them_only_once() {
         sender.tick(now);
         now += Duration::from_secs(1);
     }
-    assert_eq!(received, 30, "every launch arrived once ({:?})", sender.stats());
-    assert_eq!(counters_seen, 1, "counters are not sent again after the break");
+    assert_eq!(
+        received,
+        30,
+        "every launch arrived once ({:?})",
+        sender.stats()
+    );
+    assert_eq!(
+        counters_seen, 1,
+        "counters are not sent again after the break"
+    );
 }

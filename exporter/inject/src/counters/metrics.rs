@@ -34,15 +34,42 @@ pub enum Measure {
 
 /// Every metric asked for, with what it measures.
 pub const METRICS: &[(&str, Measure)] = &[
-    ("smsp__sass_thread_inst_executed_op_dadd_pred_on.sum", Measure::Fp64(1)),
-    ("smsp__sass_thread_inst_executed_op_dmul_pred_on.sum", Measure::Fp64(1)),
-    ("smsp__sass_thread_inst_executed_op_dfma_pred_on.sum", Measure::Fp64(2)),
-    ("smsp__sass_thread_inst_executed_op_fadd_pred_on.sum", Measure::Fp32(1)),
-    ("smsp__sass_thread_inst_executed_op_fmul_pred_on.sum", Measure::Fp32(1)),
-    ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum", Measure::Fp32(2)),
-    ("smsp__sass_thread_inst_executed_op_hadd_pred_on.sum", Measure::Fp16(1)),
-    ("smsp__sass_thread_inst_executed_op_hmul_pred_on.sum", Measure::Fp16(1)),
-    ("smsp__sass_thread_inst_executed_op_hfma_pred_on.sum", Measure::Fp16(2)),
+    (
+        "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
+        Measure::Fp64(1),
+    ),
+    (
+        "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+        Measure::Fp64(1),
+    ),
+    (
+        "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
+        Measure::Fp64(2),
+    ),
+    (
+        "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+        Measure::Fp32(1),
+    ),
+    (
+        "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+        Measure::Fp32(1),
+    ),
+    (
+        "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+        Measure::Fp32(2),
+    ),
+    (
+        "smsp__sass_thread_inst_executed_op_hadd_pred_on.sum",
+        Measure::Fp16(1),
+    ),
+    (
+        "smsp__sass_thread_inst_executed_op_hmul_pred_on.sum",
+        Measure::Fp16(1),
+    ),
+    (
+        "smsp__sass_thread_inst_executed_op_hfma_pred_on.sum",
+        Measure::Fp16(2),
+    ),
     ("sm__ops_path_tensor_src_fp16_dst_fp16.sum", Measure::Tensor),
     ("sm__ops_path_tensor_src_fp16_dst_fp32.sum", Measure::Tensor),
     ("sm__ops_path_tensor_src_bf16_dst_fp32.sum", Measure::Tensor),
@@ -76,7 +103,8 @@ pub fn evaluate(measures: &[Measure], values: &[f64]) -> Evaluated {
             continue;
         }
         let v = value.round() as u64;
-        let add = |slot: &mut Option<u64>, x: u64| *slot = Some(slot.unwrap_or(0).saturating_add(x));
+        let add =
+            |slot: &mut Option<u64>, x: u64| *slot = Some(slot.unwrap_or(0).saturating_add(x));
         match *measure {
             Measure::Fp64(w) => add(&mut out.flops.fp64, v.saturating_mul(w)),
             Measure::Fp32(w) => add(&mut out.flops.fp32, v.saturating_mul(w)),

@@ -113,7 +113,11 @@ mod tests {
                 plan.profiled();
             }
         }
-        assert_eq!(plan.profiled_count(), 3, "gemm, add, relu; softmax over the cap");
+        assert_eq!(
+            plan.profiled_count(),
+            3,
+            "gemm, add, relu; softmax over the cap"
+        );
         assert!(!plan.wants("softmax"));
         assert_eq!(plan.stopped(), Some(&Stopped::Cap));
     }

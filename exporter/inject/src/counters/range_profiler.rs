@@ -87,8 +87,12 @@ impl RangeProfiler {
         macro_rules! function {
             ($name:literal) => {
                 // SAFETY: the type is the one CUPTI's header declares for this name.
-                *unsafe { library.get(concat!($name, "\0").as_bytes()) }
-                    .map_err(|_| format!("CUPTI lacks {} (the range profiler needs CUDA 12.6 or newer)", $name))?
+                *unsafe { library.get(concat!($name, "\0").as_bytes()) }.map_err(|_| {
+                    format!(
+                        "CUPTI lacks {} (the range profiler needs CUDA 12.6 or newer)",
+                        $name
+                    )
+                })?
             };
         }
         Ok(Self {
@@ -118,21 +122,29 @@ impl RangeProfiler {
     pub fn initialize(&self) -> Result<(), CallError> {
         let mut p = params!(CUpti_Profiler_Initialize_Params {});
         // SAFETY: a valid params struct.
-        check("cuptiProfilerInitialize", unsafe { (self.initialize)(&mut p) })
+        check("cuptiProfilerInitialize", unsafe {
+            (self.initialize)(&mut p)
+        })
     }
 
     /// `cuptiProfilerDeInitialize`, before CUPTI is finalized.
     pub fn deinitialize(&self) -> Result<(), CallError> {
         let mut p = params!(CUpti_Profiler_DeInitialize_Params {});
         // SAFETY: a valid params struct.
-        check("cuptiProfilerDeInitialize", unsafe { (self.deinitialize)(&mut p) })
+        check("cuptiProfilerDeInitialize", unsafe {
+            (self.deinitialize)(&mut p)
+        })
     }
 
     /// The chip name of a CUDA device ordinal (`GH100`), which the host API needs.
     pub fn chip_name(&self, ordinal: usize) -> Result<CString, CallError> {
-        let mut p = params!(CUpti_Device_GetChipName_Params { deviceIndex: ordinal });
+        let mut p = params!(CUpti_Device_GetChipName_Params {
+            deviceIndex: ordinal
+        });
         // SAFETY: a valid params struct; CUPTI returns a string it owns.
-        check("cuptiDeviceGetChipName", unsafe { (self.chip_name)(&mut p) })?;
+        check("cuptiDeviceGetChipName", unsafe {
+            (self.chip_name)(&mut p)
+        })?;
         if p.pChipName.is_null() {
             return Err(CallError {
                 call: "cuptiDeviceGetChipName",
@@ -151,7 +163,9 @@ impl RangeProfiler {
             pChipName: chip.as_ptr(),
         });
         // SAFETY: a valid params struct; `chip` outlives the call.
-        check("cuptiProfilerHostInitialize", unsafe { (self.host_initialize)(&mut p) })?;
+        check("cuptiProfilerHostInitialize", unsafe {
+            (self.host_initialize)(&mut p)
+        })?;
         let host = p.pHostObject;
         let built = self.build_config(host);
         let mut d = params!(CUpti_Profiler_Host_Deinitialize_Params { pHostObject: host });
@@ -208,7 +222,9 @@ impl RangeProfiler {
             pConfigImage: image.as_mut_ptr(),
         });
         // SAFETY: a valid params struct; the buffer has the size CUPTI asked for.
-        check("cuptiProfilerHostGetConfigImage", unsafe { (self.config_image)(&mut get) })?;
+        check("cuptiProfilerHostGetConfigImage", unsafe {
+            (self.config_image)(&mut get)
+        })?;
         Ok((names, measures, image))
     }
 
@@ -226,16 +242,14 @@ impl RangeProfiler {
             pRangeProfilerObject: profiler.0,
         });
         // SAFETY: an object from `enable`, disabled once.
-        check("cuptiRangeProfilerDisable", unsafe { (self.disable)(&mut p) })
+        check("cuptiRangeProfilerDisable", unsafe {
+            (self.disable)(&mut p)
+        })
     }
 
     /// Configures `profiler` for one auto range in kernel replay and starts it: the
     /// next kernel launched in its context is profiled.
-    pub fn start(
-        &self,
-        profiler: ContextProfiler,
-        config: &Config,
-    ) -> Result<Session, CallError> {
+    pub fn start(&self, profiler: ContextProfiler, config: &Config) -> Result<Session, CallError> {
         let mut names: Vec<*const c_char> = config.names.iter().map(|n| n.as_ptr()).collect();
         let mut size = params!(CUpti_RangeProfiler_GetCounterDataSize_Params {
             pRangeProfilerObject: profiler.0,
@@ -272,12 +286,16 @@ impl RangeProfiler {
         });
         // SAFETY: the config image and counter data live in `config` and the session
         // (a Vec's heap buffer does not move when the Vec does).
-        check("cuptiRangeProfilerSetConfig", unsafe { (self.set_config)(&mut set) })?;
+        check("cuptiRangeProfilerSetConfig", unsafe {
+            (self.set_config)(&mut set)
+        })?;
         let mut start = params!(CUpti_RangeProfiler_Start_Params {
             pRangeProfilerObject: profiler.0,
         });
         // SAFETY: a configured object.
-        check("cuptiRangeProfilerStart", unsafe { (self.start)(&mut start) })?;
+        check("cuptiRangeProfilerStart", unsafe {
+            (self.start)(&mut start)
+        })?;
         Ok(Session {
             profiler,
             counter_data,
@@ -301,7 +319,9 @@ impl RangeProfiler {
             pRangeProfilerObject: profiler.0,
         });
         // SAFETY: a stopped object whose counter data is `counter_data`.
-        check("cuptiRangeProfilerDecodeData", unsafe { (self.decode)(&mut decode) })?;
+        check("cuptiRangeProfilerDecodeData", unsafe {
+            (self.decode)(&mut decode)
+        })?;
         let mut info = params!(CUpti_RangeProfiler_GetCounterDataInfo_Params {
             pCounterDataImage: counter_data.as_ptr(),
             counterDataImageSize: counter_data.len(),

@@ -234,10 +234,16 @@ mod tests {
         kernels[5].name = "x".repeat(5000);
         let frames = encode_counters(&kernels);
         assert_eq!(frames.len(), 3);
-        assert!(frames.iter().all(|f| f.len() - HEADER_BYTES <= MAX_PAYLOAD_BYTES));
+        assert!(frames
+            .iter()
+            .all(|f| f.len() - HEADER_BYTES <= MAX_PAYLOAD_BYTES));
         let back = decode_all(&frames);
         assert_eq!(back.len(), 600);
-        assert_eq!(back[5].name.len(), MAX_KERNEL_NAME_BYTES, "long names truncated");
+        assert_eq!(
+            back[5].name.len(),
+            MAX_KERNEL_NAME_BYTES,
+            "long names truncated"
+        );
         assert_eq!(back[599], kernels[599]);
     }
 

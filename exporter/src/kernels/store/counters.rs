@@ -52,7 +52,11 @@ impl CounterTable {
     pub(super) fn write(&self, out: &mut MetricSet) {
         for ((uuid, workload), kernels) in &self.groups {
             for (kernel, p) in kernels {
-                let labels = [("uuid", uuid.as_str()), ("workload", workload), ("kernel", kernel)];
+                let labels = [
+                    ("uuid", uuid.as_str()),
+                    ("workload", workload),
+                    ("kernel", kernel),
+                ];
                 write_profiled(out, &labels, p);
             }
         }
@@ -168,9 +172,13 @@ mod tests {
     fn a_profiled_launch_is_published_per_precision_under_the_short_kernel_name() {
         let store = KernelStore::new(KernelLimits::default());
         let conn = store.connect("train");
-        let mangled = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEEEEviT0_";
+        let mangled =
+            "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEEEEviT0_";
         let counters = Counters {
-            kernels: vec![profiled(mangled, None), profiled("gemm_bf16", Some(1 << 40))],
+            kernels: vec![
+                profiled(mangled, None),
+                profiled("gemm_bf16", Some(1 << 40)),
+            ],
         };
         store.apply_counters(conn, &counters);
         let set = metrics(&store);
@@ -180,7 +188,10 @@ mod tests {
             labels.extend_from_slice(extra);
             value(&set, name, &labels)
         };
-        assert_eq!(at("poolprof_kernel_flops", &[("precision", "fp32")]), Some(1000.0));
+        assert_eq!(
+            at("poolprof_kernel_flops", &[("precision", "fp32")]),
+            Some(1000.0)
+        );
         assert_eq!(
             at("poolprof_kernel_flops", &[("precision", "tensor")]),
             None,
@@ -191,7 +202,10 @@ mod tests {
         let seconds = at("poolprof_kernel_profiled_duration_seconds", &[]);
         assert_eq!(seconds, Some(250e-6));
         let labels = [("kernel", "gemm_bf16"), ("precision", "tensor")];
-        assert_eq!(value(&set, "poolprof_kernel_flops", &labels), Some(1099511627776.0));
+        assert_eq!(
+            value(&set, "poolprof_kernel_flops", &labels),
+            Some(1099511627776.0)
+        );
     }
 
     #[test]
@@ -208,7 +222,12 @@ mod tests {
         store.apply_counters(conn, &Counters { kernels: many });
         let mut again = profiled("k0", Some(5));
         again.flops.fp32 = Some(7);
-        store.apply_counters(conn, &Counters { kernels: vec![again] });
+        store.apply_counters(
+            conn,
+            &Counters {
+                kernels: vec![again],
+            },
+        );
         let set = metrics(&store);
         let family = set.get("poolprof_kernel_flops").unwrap();
         let fp32 = family
@@ -221,13 +240,21 @@ mod tests {
         assert_eq!(value(&set, "poolprof_kernel_flops", &k0), Some(7.0));
         store.disconnect(conn);
         let set = metrics(&store);
-        assert!(set.get("poolprof_kernel_flops").is_none(), "gone with the workload");
+        assert!(
+            set.get("poolprof_kernel_flops").is_none(),
+            "gone with the workload"
+        );
     }
 
     #[test]
     fn counters_of_an_unknown_connection_are_ignored() {
         let store = KernelStore::new(KernelLimits::default());
-        store.apply_counters(42, &Counters { kernels: vec![profiled("k", None)] });
+        store.apply_counters(
+            42,
+            &Counters {
+                kernels: vec![profiled("k", None)],
+            },
+        );
         assert!(metrics(&store).get("poolprof_kernel_flops").is_none());
     }
 }
