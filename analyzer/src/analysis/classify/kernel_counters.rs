@@ -27,7 +27,8 @@ pub fn class_from_counters(
     launch: &ProfiledLaunch,
     spec: &GpuSpec,
 ) -> Option<Boundedness> {
-    if !(launch.seconds > 0.0) || !launch.dram_bytes.is_finite() {
+    let timed = launch.seconds.is_finite() && launch.seconds > 0.0;
+    if !timed || !launch.dram_bytes.is_finite() {
         return None;
     }
     let mut flops: Vec<(Precision, f64)> = Vec::new();

@@ -224,7 +224,10 @@ mod tests {
             },
             ..kernel(1, false)
         };
-        assert_eq!(decode_all(&encode_counters(&[zero.clone()])), [zero]);
+        assert_eq!(
+            decode_all(&encode_counters(std::slice::from_ref(&zero))),
+            [zero]
+        );
         assert!(encode_counters(&[]).is_empty());
     }
 
