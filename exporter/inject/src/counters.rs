@@ -35,9 +35,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
-/// Driver API launch calls whose first launch of a kernel is profiled (runtime
-/// launches reach the driver through them too).
-const LAUNCH_CALLBACKS: [CUpti_CallbackId; 6] = [307, 442, 477, 478, 652, 653];
+/// Driver API launch calls whose first launch of a kernel is profiled:
+/// `cuLaunchKernel`, `cuLaunchCooperativeKernel`, `cuLaunchKernelEx` (and `_ptsz`).
+const DRIVER_LAUNCHES: [CUpti_CallbackId; 6] = [307, 442, 477, 478, 652, 653];
+/// Runtime API launch calls: `cudaLaunchKernel`, `cudaLaunchCooperativeKernel`,
+/// `cudaLaunchKernelExC` (and `_ptsz`). Whether the runtime's launches also reach the
+/// driver callbacks is not documented; with both, the outer call starts the session
+/// and the inner one finds it in flight (unverified until the device run).
+const RUNTIME_LAUNCHES: [CUpti_CallbackId; 6] = [211, 214, 269, 270, 430, 431];
 
 /// Longest wait at the end of a window for a launch being profiled to return.
 const IN_FLIGHT_WAIT: Duration = Duration::from_secs(2);
@@ -158,15 +163,21 @@ fn open(state: &mut State) -> Result<(), String> {
     let enable_callback = cupti
         .enable_callback
         .ok_or("CUPTI lacks cuptiEnableCallback")?;
-    for cbid in LAUNCH_CALLBACKS {
-        let driver = CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API;
-        // SAFETY: a handle from cuptiSubscribe; unknown ids are refused, not fatal.
-        let code = unsafe { enable_callback(1, handle, driver, cbid) };
-        if code != CUptiResult::CUPTI_SUCCESS && cbid == LAUNCH_CALLBACKS[0] {
-            return Err(format!(
-                "cuptiEnableCallback(cuLaunchKernel) failed: {code:?}"
-            ));
+    let driver = CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API;
+    let runtime = CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API;
+    let wanted = DRIVER_LAUNCHES
+        .iter()
+        .map(|id| (driver, *id))
+        .chain(RUNTIME_LAUNCHES.iter().map(|id| (runtime, *id)));
+    let mut enabled = 0;
+    for (domain, cbid) in wanted {
+        // SAFETY: a handle from cuptiSubscribe; an id this CUPTI lacks is refused.
+        if unsafe { enable_callback(1, handle, domain, cbid) } == CUptiResult::CUPTI_SUCCESS {
+            enabled += 1;
         }
+    }
+    if enabled == 0 {
+        return Err("cuptiEnableCallback refused every launch callback".into());
     }
     OPEN.store(true, Ordering::Release);
     Ok(())
@@ -256,10 +267,15 @@ unsafe extern "C" fn on_launch(
     _cbid: CUpti_CallbackId,
     data: *const c_void,
 ) {
-    if domain != CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API || data.is_null() {
+    let api = matches!(
+        domain,
+        CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API
+            | CUpti_CallbackDomain::CUPTI_CB_DOMAIN_RUNTIME_API
+    );
+    if !api || data.is_null() {
         return;
     }
-    // SAFETY: for the driver API domain CUPTI passes a CUpti_CallbackData.
+    // SAFETY: for the driver and runtime API domains CUPTI passes a CUpti_CallbackData.
     let data = unsafe { &*data.cast::<CUpti_CallbackData>() };
     let site = data.callbackSite;
     let wanted = match site {
@@ -283,7 +299,8 @@ unsafe extern "C" fn on_launch(
 }
 
 fn launch_entered(data: &CUpti_CallbackData) {
-    if data.symbolName.is_null() {
+    // No context yet (a runtime call that will create one): a later launch serves.
+    if data.symbolName.is_null() || data.context.is_null() {
         return;
     }
     // SAFETY: CUPTI's NUL-terminated kernel name, valid during the callback.
