@@ -408,3 +408,38 @@ fn current_device() -> Option<u32> {
         .ok()?;
     u32::try_from(device).ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One test: the state is process-wide. Without the variable, or without a
+    /// CUPTI that has the range profiler, nothing is set up and every hook the duty
+    /// cycle, the sender and the exit handler call is a no-op.
+    #[test]
+    fn without_counters_every_hook_does_nothing() {
+        init(None, "/nonexistent/libcupti.so");
+        assert!(STATE.get().is_none());
+        init(Some(64), "/nonexistent/libcupti.so");
+        assert!(STATE.get().is_none(), "no range profiler: counters off");
+        window_started();
+        assert!(!OPEN.load(Ordering::Acquire));
+        window_ending();
+        close();
+        assert!(take().is_empty());
+        // A launch callback that CUPTI would deliver changes nothing either.
+        // SAFETY: plain data; all-zero is a valid record (ENTER, null pointers).
+        let data: CUpti_CallbackData = unsafe { std::mem::zeroed() };
+        let driver = CUpti_CallbackDomain::CUPTI_CB_DOMAIN_DRIVER_API;
+        // SAFETY: a valid (zeroed) callback record, as CUPTI would pass it.
+        unsafe {
+            on_launch(
+                std::ptr::null_mut(),
+                driver,
+                307,
+                (&data as *const CUpti_CallbackData).cast(),
+            )
+        };
+        assert!(take().is_empty());
+    }
+}
