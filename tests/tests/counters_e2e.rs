@@ -180,6 +180,21 @@ fn profiled_kernels_reach_prometheus_next_to_their_launch_counters() {
            and on (uuid, workload, kernel) poolprof_kernel_launches_total)"#
     );
     expect(&prom, &joined, 2.0);
+    // The analyzer's queries (analyzer/src/pipeline/profiles.rs, kernel_counters).
+    expect(
+        &prom,
+        &format!(
+            r#"max by (workload, kernel, precision) (last_over_time(poolprof_kernel_flops{{{labels},kernel="gemm_bf16",precision="tensor"}}[60s]))"#
+        ),
+        GEMM_FLOPS as f64,
+    );
+    expect(
+        &prom,
+        &format!(
+            r#"sum by (workload, kernel) (max by (workload, kernel, direction) (last_over_time(poolprof_kernel_dram_bytes{{{labels},kernel="gemm_bf16"}}[60s])))"#
+        ),
+        (128u64 << 20) as f64,
+    );
     assert_eq!(sender.stats().counters_sent, 2, "sent once");
     assert!(launches >= 1.0);
     let lint = check_metrics(&exporter.metrics_text());
