@@ -40,13 +40,39 @@ fn check(call: &'static str, code: CUptiResult) -> Result<(), CallError> {
     }
 }
 
-/// A params struct zeroed, with its `structSize` set (CUPTI's versioning).
+/// Each params struct's `…_STRUCT_SIZE` from CUPTI's headers, under its type's name.
+#[allow(non_upper_case_globals)]
+mod struct_size {
+    use cudarc::cupti::sys;
+    pub const CUpti_Device_GetChipName_Params: u32 = sys::Device_GetChipName_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_DeInitialize_Params: u32 = sys::Profiler_DeInitialize_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_ConfigAddMetrics_Params: u32 = sys::Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_Deinitialize_Params: u32 = sys::Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_EvaluateToGpuValues_Params: u32 = sys::Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_GetConfigImageSize_Params: u32 = sys::Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_GetConfigImage_Params: u32 = sys::Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_Initialize_Params: u32 = sys::Profiler_Host_Initialize_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Initialize_Params: u32 = sys::Profiler_Initialize_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_CounterDataImage_Initialize_Params: u32 = sys::RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_DecodeData_Params: u32 = sys::RangeProfiler_DecodeData_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_Disable_Params: u32 = sys::RangeProfiler_Disable_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_Enable_Params: u32 = sys::RangeProfiler_Enable_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_GetCounterDataInfo_Params: u32 = sys::RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_GetCounterDataSize_Params: u32 = sys::RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_SetConfig_Params: u32 = sys::RangeProfiler_SetConfig_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_Start_Params: u32 = sys::RangeProfiler_Start_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_Stop_Params: u32 = sys::RangeProfiler_Stop_Params_STRUCT_SIZE;
+}
+
+/// A params struct zeroed, with its `structSize` set (CUPTI's versioning): the header's
+/// `…_STRUCT_SIZE`, the end of the last field, not `size_of` with its trailing padding
+/// (`cuptiRangeProfilerSetConfig` refuses 96 for its 90 with INVALID_PARAMETER).
 macro_rules! params {
-    ($ty:ty { $($field:ident : $value:expr),* $(,)? }) => {{
+    ($ty:ident { $($field:ident : $value:expr),* $(,)? }) => {{
         // SAFETY: every CUPTI params struct is plain data for which all-zero is the
         // documented "unset" value (null pointers, zero sizes).
         let mut p: $ty = unsafe { std::mem::zeroed() };
-        p.structSize = std::mem::size_of::<$ty>();
+        p.structSize = struct_size::$ty as usize;
         $(p.$field = $value;)*
         p
     }};
@@ -383,4 +409,21 @@ unsafe impl Send for ContextProfiler {}
 pub struct Session {
     profiler: ContextProfiler,
     counter_data: Vec<u8>,
+}
+
+#[cfg(test)]
+mod struct_size_tests {
+    use super::*;
+
+    #[test]
+    fn struct_sizes_are_the_headers_not_the_padded_rust_sizes() {
+        // CUPTI checks structSize against its own: the end of the last field.
+        assert_eq!(struct_size::CUpti_RangeProfiler_SetConfig_Params, 90);
+        assert!(
+            (struct_size::CUpti_RangeProfiler_SetConfig_Params as usize)
+                < std::mem::size_of::<CUpti_RangeProfiler_SetConfig_Params>()
+        );
+        let p = params!(CUpti_RangeProfiler_Stop_Params {});
+        assert_eq!(p.structSize, 41);
+    }
 }
