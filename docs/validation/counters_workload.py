@@ -140,10 +140,11 @@ def table(args):
     if add and dram_of(add[1]):
         r = ratio(dram_of(add[1]), add_bytes)
         check(0.9 <= r <= 1.1, f"add DRAM bytes {dram_of(add[1]):.4g} = {r:.3f} x 12 per element ({add[0][:50]})")
+        # CUDA-core FLOPs are an upper bound (warp instructions of the FMA pipe, 64
+        # each, index arithmetic included): at least the 1 or 2 per element it does.
         fp32 = add[1]["flops"].get("fp32")
         r = ratio(fp32 or 0, ADD_ELEMENTS)
-        per = "1 (add)" if 0.95 <= r <= 1.05 else "2 (a + alpha*b as FMA)" if 1.9 <= r <= 2.1 else None
-        check(per is not None, f"add fp32 FLOPs {fp32 or 0:.4g} = {r:.3f} per element" + (f": {per}" if per else ""))
+        check(r >= 0.95, f"add fp32 FLOPs {fp32 or 0:.4g} = {r:.3f} per element (an upper bound of the 1 or 2 it does)")
         secs = add[1]["seconds"]
         if secs:
             print(f"INFO add profiled time {secs * 1e6:.0f} us = {add_bytes / secs / 1e9:.0f} GB/s")

@@ -338,7 +338,10 @@ fn start_session(state: &mut State, context: CUcontext) -> Result<(u32, Session)
             .profiler
             .chip_name(ordinal as usize)
             .map_err(|e| e.to_string())?;
-        let config = state.profiler.configure(&chip).map_err(|e| e.to_string())?;
+        let config = state
+            .profiler
+            .configure(&chip, context)
+            .map_err(|e| e.to_string())?;
         state.configs.insert(ordinal, config);
     }
     let key = context as usize;

@@ -8,10 +8,11 @@
 
 use super::metrics::{Measure, METRICS};
 use cudarc::cupti::sys::{
-    CUptiResult, CUpti_Device_GetChipName_Params, CUpti_ProfilerRange, CUpti_ProfilerReplayMode,
-    CUpti_ProfilerType, CUpti_Profiler_DeInitialize_Params,
-    CUpti_Profiler_Host_ConfigAddMetrics_Params, CUpti_Profiler_Host_Deinitialize_Params,
-    CUpti_Profiler_Host_EvaluateToGpuValues_Params, CUpti_Profiler_Host_GetConfigImageSize_Params,
+    CUptiResult, CUpti_Device_GetChipName_Params, CUpti_MetricType, CUpti_ProfilerRange,
+    CUpti_ProfilerReplayMode, CUpti_ProfilerType, CUpti_Profiler_DeInitialize_Params,
+    CUpti_Profiler_GetCounterAvailability_Params, CUpti_Profiler_Host_ConfigAddMetrics_Params,
+    CUpti_Profiler_Host_Deinitialize_Params, CUpti_Profiler_Host_EvaluateToGpuValues_Params,
+    CUpti_Profiler_Host_GetBaseMetrics_Params, CUpti_Profiler_Host_GetConfigImageSize_Params,
     CUpti_Profiler_Host_GetConfigImage_Params, CUpti_Profiler_Host_Initialize_Params,
     CUpti_Profiler_Host_Object, CUpti_Profiler_Initialize_Params,
     CUpti_RangeProfiler_CounterDataImage_Initialize_Params, CUpti_RangeProfiler_DecodeData_Params,
@@ -33,6 +34,11 @@ pub struct CallError {
     pub code: CUptiResult,
 }
 
+/// Whether `POOLPROF_KERNEL_COUNTERS_TRACE` asks for the profiler's details on stderr.
+fn tracing() -> bool {
+    std::env::var_os("POOLPROF_KERNEL_COUNTERS_TRACE").is_some()
+}
+
 fn check(call: &'static str, code: CUptiResult) -> Result<(), CallError> {
     match code {
         CUptiResult::CUPTI_SUCCESS => Ok(()),
@@ -45,23 +51,40 @@ fn check(call: &'static str, code: CUptiResult) -> Result<(), CallError> {
 mod struct_size {
     use cudarc::cupti::sys;
     pub const CUpti_Device_GetChipName_Params: u32 = sys::Device_GetChipName_Params_STRUCT_SIZE;
-    pub const CUpti_Profiler_DeInitialize_Params: u32 = sys::Profiler_DeInitialize_Params_STRUCT_SIZE;
-    pub const CUpti_Profiler_Host_ConfigAddMetrics_Params: u32 = sys::Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
-    pub const CUpti_Profiler_Host_Deinitialize_Params: u32 = sys::Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
-    pub const CUpti_Profiler_Host_EvaluateToGpuValues_Params: u32 = sys::Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE;
-    pub const CUpti_Profiler_Host_GetConfigImageSize_Params: u32 = sys::Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
-    pub const CUpti_Profiler_Host_GetConfigImage_Params: u32 = sys::Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
-    pub const CUpti_Profiler_Host_Initialize_Params: u32 = sys::Profiler_Host_Initialize_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_DeInitialize_Params: u32 =
+        sys::Profiler_DeInitialize_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_ConfigAddMetrics_Params: u32 =
+        sys::Profiler_Host_ConfigAddMetrics_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_Deinitialize_Params: u32 =
+        sys::Profiler_Host_Deinitialize_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_EvaluateToGpuValues_Params: u32 =
+        sys::Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_GetConfigImageSize_Params: u32 =
+        sys::Profiler_Host_GetConfigImageSize_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_GetConfigImage_Params: u32 =
+        sys::Profiler_Host_GetConfigImage_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_Initialize_Params: u32 =
+        sys::Profiler_Host_Initialize_Params_STRUCT_SIZE;
     pub const CUpti_Profiler_Initialize_Params: u32 = sys::Profiler_Initialize_Params_STRUCT_SIZE;
-    pub const CUpti_RangeProfiler_CounterDataImage_Initialize_Params: u32 = sys::RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
-    pub const CUpti_RangeProfiler_DecodeData_Params: u32 = sys::RangeProfiler_DecodeData_Params_STRUCT_SIZE;
-    pub const CUpti_RangeProfiler_Disable_Params: u32 = sys::RangeProfiler_Disable_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_CounterDataImage_Initialize_Params: u32 =
+        sys::RangeProfiler_CounterDataImage_Initialize_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_DecodeData_Params: u32 =
+        sys::RangeProfiler_DecodeData_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_Disable_Params: u32 =
+        sys::RangeProfiler_Disable_Params_STRUCT_SIZE;
     pub const CUpti_RangeProfiler_Enable_Params: u32 = sys::RangeProfiler_Enable_Params_STRUCT_SIZE;
-    pub const CUpti_RangeProfiler_GetCounterDataInfo_Params: u32 = sys::RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
-    pub const CUpti_RangeProfiler_GetCounterDataSize_Params: u32 = sys::RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
-    pub const CUpti_RangeProfiler_SetConfig_Params: u32 = sys::RangeProfiler_SetConfig_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_GetCounterDataInfo_Params: u32 =
+        sys::RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_GetCounterDataSize_Params: u32 =
+        sys::RangeProfiler_GetCounterDataSize_Params_STRUCT_SIZE;
+    pub const CUpti_RangeProfiler_SetConfig_Params: u32 =
+        sys::RangeProfiler_SetConfig_Params_STRUCT_SIZE;
     pub const CUpti_RangeProfiler_Start_Params: u32 = sys::RangeProfiler_Start_Params_STRUCT_SIZE;
     pub const CUpti_RangeProfiler_Stop_Params: u32 = sys::RangeProfiler_Stop_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_Host_GetBaseMetrics_Params: u32 =
+        sys::Profiler_Host_GetBaseMetrics_Params_STRUCT_SIZE;
+    pub const CUpti_Profiler_GetCounterAvailability_Params: u32 =
+        sys::Profiler_GetCounterAvailability_Params_STRUCT_SIZE;
 }
 
 /// A params struct zeroed, with its `structSize` set (CUPTI's versioning): the header's
@@ -83,6 +106,8 @@ type Call<P> = unsafe extern "C" fn(*mut P) -> CUptiResult;
 /// The range-profiler functions.
 pub struct RangeProfiler {
     initialize: Call<CUpti_Profiler_Initialize_Params>,
+    counter_availability: Call<CUpti_Profiler_GetCounterAvailability_Params>,
+    base_metrics: Call<CUpti_Profiler_Host_GetBaseMetrics_Params>,
     deinitialize: Call<CUpti_Profiler_DeInitialize_Params>,
     chip_name: Call<CUpti_Device_GetChipName_Params>,
     host_initialize: Call<CUpti_Profiler_Host_Initialize_Params>,
@@ -123,6 +148,8 @@ impl RangeProfiler {
         }
         Ok(Self {
             initialize: function!("cuptiProfilerInitialize"),
+            counter_availability: function!("cuptiProfilerGetCounterAvailability"),
+            base_metrics: function!("cuptiProfilerHostGetBaseMetrics"),
             deinitialize: function!("cuptiProfilerDeInitialize"),
             chip_name: function!("cuptiDeviceGetChipName"),
             host_initialize: function!("cuptiProfilerHostInitialize"),
@@ -181,12 +208,29 @@ impl RangeProfiler {
         Ok(unsafe { CStr::from_ptr(p.pChipName) }.to_owned())
     }
 
-    /// Builds the configuration of [`METRICS`] for `chip`, leaving out the metrics
-    /// the chip does not know.
-    pub fn configure(&self, chip: &CStr) -> Result<Config, CallError> {
+    /// Which counters `context`'s device can collect now (another profiler may hold
+    /// some): the host API builds a configuration only of those.
+    fn counter_availability(&self, context: CUcontext) -> Result<Vec<u8>, CallError> {
+        let mut p = params!(CUpti_Profiler_GetCounterAvailability_Params { ctx: context });
+        // SAFETY: a valid params struct; a null image asks for its size.
+        let code = unsafe { (self.counter_availability)(&mut p) };
+        check("cuptiProfilerGetCounterAvailability", code)?;
+        let mut image = vec![0u8; p.counterAvailabilityImageSize];
+        p.pCounterAvailabilityImage = image.as_mut_ptr();
+        // SAFETY: the buffer has the size CUPTI asked for.
+        let code = unsafe { (self.counter_availability)(&mut p) };
+        check("cuptiProfilerGetCounterAvailability", code)?;
+        Ok(image)
+    }
+
+    /// Builds the configuration of [`METRICS`] for `chip` and what `context`'s device
+    /// can collect, leaving out the metrics the chip does not know.
+    pub fn configure(&self, chip: &CStr, context: CUcontext) -> Result<Config, CallError> {
+        let available = self.counter_availability(context)?;
         let mut p = params!(CUpti_Profiler_Host_Initialize_Params {
             profilerType: CUpti_ProfilerType::CUPTI_PROFILER_TYPE_RANGE_PROFILER,
             pChipName: chip.as_ptr(),
+            pCounterAvailabilityImage: available.as_ptr(),
         });
         // SAFETY: a valid params struct; `chip` outlives the call.
         check("cuptiProfilerHostInitialize", unsafe {
@@ -210,11 +254,51 @@ impl RangeProfiler {
         }
     }
 
+    /// Prints the chip's base metrics that bear on FLOPs, DRAM and time (tracing only).
+    fn trace_base_metrics(&self, host: *mut CUpti_Profiler_Host_Object) {
+        for kind in [
+            CUpti_MetricType::CUPTI_METRIC_TYPE_COUNTER,
+            CUpti_MetricType::CUPTI_METRIC_TYPE_RATIO,
+            CUpti_MetricType::CUPTI_METRIC_TYPE_THROUGHPUT,
+        ] {
+            let mut p = params!(CUpti_Profiler_Host_GetBaseMetrics_Params {
+                pHostObject: host,
+                metricType: kind,
+            });
+            // SAFETY: a valid params struct; CUPTI returns an array it owns.
+            if unsafe { (self.base_metrics)(&mut p) } != CUptiResult::CUPTI_SUCCESS
+                || p.ppMetricNames.is_null()
+            {
+                continue;
+            }
+            for i in 0..p.numMetrics {
+                // SAFETY: `numMetrics` NUL-terminated names CUPTI keeps alive.
+                let name = unsafe { CStr::from_ptr(*p.ppMetricNames.add(i)) }.to_string_lossy();
+                let wanted = [
+                    "tensor",
+                    "dram__bytes",
+                    "gpu__time",
+                    "op_f",
+                    "op_d",
+                    "op_h",
+                    "pipe_fma",
+                    "pipe_fp",
+                ];
+                if wanted.iter().any(|w| name.contains(w)) {
+                    eprintln!("poolprof-inject: counters: base metric {kind:?} {name}");
+                }
+            }
+        }
+    }
+
     #[allow(clippy::type_complexity)]
     fn build_config(
         &self,
         host: *mut CUpti_Profiler_Host_Object,
     ) -> Result<(Vec<CString>, Vec<Measure>, Vec<u8>), CallError> {
+        if tracing() {
+            self.trace_base_metrics(host);
+        }
         let mut names = Vec::new();
         let mut measures = Vec::new();
         for (name, measure) in METRICS {
@@ -226,9 +310,12 @@ impl RangeProfiler {
                 numMetrics: 1,
             });
             // SAFETY: a valid params struct; the name outlives the call.
-            if unsafe { (self.add_metrics)(&mut p) } == CUptiResult::CUPTI_SUCCESS {
+            let code = unsafe { (self.add_metrics)(&mut p) };
+            if code == CUptiResult::CUPTI_SUCCESS {
                 names.push(c);
                 measures.push(*measure);
+            } else if tracing() {
+                eprintln!("poolprof-inject: counters: {name} refused: {code:?}");
             }
         }
         if names.is_empty() {
@@ -308,7 +395,7 @@ impl RangeProfiler {
             numNestingLevels: 1,
             minNestingLevel: 1,
             passIndex: 0,
-            targetNestingLevel: 1,
+            targetNestingLevel: 0,
         });
         // SAFETY: the config image and counter data live in `config` and the session
         // (a Vec's heap buffer does not move when the Vec does).
@@ -336,6 +423,10 @@ impl RangeProfiler {
             profiler,
             counter_data,
         } = session;
+        // The counters are read once the kernel's passes have run: wait for them (once
+        // per distinct kernel, on the launching thread).
+        // SAFETY: a driver call with no preconditions, in the launch's context.
+        let _ = unsafe { cudarc::driver::sys::cuCtxSynchronize() };
         let mut stop = params!(CUpti_RangeProfiler_Stop_Params {
             pRangeProfilerObject: profiler.0,
         });
@@ -348,6 +439,12 @@ impl RangeProfiler {
         check("cuptiRangeProfilerDecodeData", unsafe {
             (self.decode)(&mut decode)
         })?;
+        if tracing() {
+            eprintln!(
+                "poolprof-inject: counters: all passes submitted {}, pass {}, ranges dropped {}",
+                stop.isAllPassSubmitted, stop.passIndex, decode.numOfRangeDropped
+            );
+        }
         let mut info = params!(CUpti_RangeProfiler_GetCounterDataInfo_Params {
             pCounterDataImage: counter_data.as_ptr(),
             counterDataImageSize: counter_data.len(),
@@ -372,6 +469,11 @@ impl RangeProfiler {
         // SAFETY: buffers of `numMetrics` entries that outlive the call.
         let code = unsafe { (self.evaluate)(&mut eval) };
         check("cuptiProfilerHostEvaluateToGpuValues", code)?;
+        if tracing() {
+            for (n, v) in config.names.iter().zip(&values) {
+                eprintln!("poolprof-inject: counters: {} = {v}", n.to_string_lossy());
+            }
+        }
         Ok(Some(values))
     }
 
