@@ -5,7 +5,7 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::analysis::classify::{class_by_name, Boundedness};
+use crate::analysis::classify::{class_by_name, class_from_counters, Boundedness};
 use crate::analysis::profile::WorkloadProfile;
 use crate::analysis::roofline::lookup_or_default;
 
@@ -19,7 +19,8 @@ pub struct KernelRow {
     pub name: String,
     /// Compute- or memory-bound, when known.
     pub class: Option<Boundedness>,
-    /// What the class was judged from (`name`: a guess from the kernel name).
+    /// What the class was judged from: `counters` (a launch's FLOPs and DRAM bytes
+    /// against the roofline) or `name` (a guess from the kernel name).
     pub class_from: Option<&'static str>,
     /// Mean duration of one launch, seconds.
     pub mean_duration_seconds: f64,
@@ -62,11 +63,20 @@ impl KernelTable {
             .kernels
             .iter()
             .map(|k| {
-                let class = (k.name != OTHER).then(|| class_by_name(&k.name)).flatten();
+                let measured = k
+                    .counters
+                    .as_ref()
+                    .and_then(|c| class_from_counters(&k.name, c, spec));
+                let guessed = (k.name != OTHER).then(|| class_by_name(&k.name)).flatten();
+                let (class, class_from) = match (measured, guessed) {
+                    (Some(c), _) => (Some(c), Some("counters")),
+                    (None, Some(c)) => (Some(c), Some("name")),
+                    (None, None) => (None, None),
+                };
                 KernelRow {
                     name: k.name.clone(),
                     class,
-                    class_from: class.map(|_| "name"),
+                    class_from,
                     mean_duration_seconds: k.mean_seconds(),
                     launches_per_second: k.launches_per_second,
                     busy: k.busy,
@@ -127,6 +137,7 @@ mod tests {
             launches_per_second: rate,
             busy,
             shape,
+            counters: None,
         };
         p.kernels = vec![
             stat(
@@ -176,6 +187,41 @@ mod tests {
         // no shape: assumed to take the whole GPU; no class from an unhelpful name
         assert_eq!((t.kernels[2].sms_needed, t.kernels[2].class), (132, None));
         assert_eq!(t.kernels[3].class_from, None);
+    }
+
+    #[test]
+    fn counters_outrank_the_name_when_a_launch_was_profiled() {
+        use crate::analysis::profile::ProfiledLaunch;
+        let mut p = profile();
+        // A "gemm" by name that moved 100 bytes per FLOP: memory-bound by its counters.
+        p.kernels[0].counters = Some(ProfiledLaunch {
+            flops: [("tensor".to_string(), 1e9)].into_iter().collect(),
+            dram_bytes: 1e11,
+            seconds: 0.05,
+        });
+        // An unknown name with a dense tensor launch: compute-bound.
+        p.kernels[2].counters = Some(ProfiledLaunch {
+            flops: [("tensor".to_string(), 5e14)].into_iter().collect(),
+            dram_bytes: 1e9,
+            seconds: 1e-3,
+        });
+        let t = KernelTable::of(&p);
+        let gemm = &t.kernels[0];
+        assert_eq!(
+            (gemm.class, gemm.class_from),
+            (Some(Boundedness::MemoryBound), Some("counters"))
+        );
+        let mine = &t.kernels[2];
+        assert_eq!(
+            (mine.class, mine.class_from),
+            (Some(Boundedness::ComputeBound), Some("counters"))
+        );
+        let ew = &t.kernels[1];
+        assert_eq!(
+            ew.class_from,
+            Some("name"),
+            "no counters: the name still serves"
+        );
     }
 
     #[test]

@@ -6,9 +6,10 @@ use std::collections::HashMap;
 
 use crate::analysis::occupancy::KernelShape;
 use crate::analysis::profile::build::{self, Observed};
-use crate::analysis::profile::{Measured, ProfileSignal, Window, WorkloadProfile};
+use crate::analysis::profile::{Measured, ProfileSignal, ProfiledLaunch, Window, WorkloadProfile};
 use crate::config::Identity;
 use crate::pipeline::SeriesReport;
+use crate::source::prometheus::response::Labels;
 use crate::source::prometheus::{PrometheusClient, QueryRange, SourceError};
 
 /// The GPU-wide signals a profile takes, each with the PromQL that gives one series per GPU.
@@ -83,6 +84,13 @@ pub const KERNEL_SHAPE: [&str; 4] = [
     "poolprof_kernel_registers_per_thread",
     "poolprof_kernel_shared_memory_per_block_bytes",
 ];
+/// A profiled launch's counters (`POOLPROF_KERNEL_COUNTERS`): FLOPs by `precision`,
+/// DRAM bytes by `direction`, GPU time; gauges of one launch per kernel.
+pub const KERNEL_COUNTERS: [&str; 3] = [
+    "poolprof_kernel_flops",
+    "poolprof_kernel_dram_bytes",
+    "poolprof_kernel_profiled_duration_seconds",
+];
 /// Each GPU's memory in use, whoever holds it.
 pub const GPU_MEMORY_USED: &str = "max by (uuid) (poolprof_gpu_memory_used_bytes)";
 /// How far back a GPU's current load is averaged.
@@ -134,8 +142,10 @@ pub async fn fetch(client: &PrometheusClient, range: QueryRange) -> Result<Fetch
             observed.gpus.entry(uuid.clone()).or_default().name = Some(name.clone());
         }
     }
+    let mut workloads = build::build(&observed);
+    attach_counters(&mut workloads, &kernel_counters(client, range).await?);
     Ok(Fetched {
-        workloads: build::build(&observed),
+        workloads,
         gpus: build::gpu_loads(&observed, RECENT_SECONDS),
     })
 }
@@ -172,6 +182,84 @@ async fn kernel_shapes(
             (shape.grid_blocks > 0).then_some((key, shape))
         })
         .collect())
+}
+
+/// The latest profiled launch of each kernel seen in the window, by (workload,
+/// kernel): FLOPs by precision, DRAM bytes read plus written, GPU time (the largest
+/// where GPUs differ).
+async fn kernel_counters(
+    client: &PrometheusClient,
+    range: QueryRange,
+) -> Result<HashMap<(String, String), ProfiledLaunch>, SourceError> {
+    let window = format!(
+        "{}s",
+        (range.end - range.start).max(range.step).ceil() as u64
+    );
+    let [flops, bytes, seconds] = KERNEL_COUNTERS;
+    let last =
+        |by: &str, family: &str| format!("max by ({by}) (last_over_time({family}[{window}]))");
+    let flops = client
+        .query(&last("workload, kernel, precision", flops), range.end)
+        .await?;
+    let bytes = format!(
+        "sum by (workload, kernel) ({})",
+        last("workload, kernel, direction", bytes)
+    );
+    let bytes = client.query(&bytes, range.end).await?;
+    let seconds = client
+        .query(&last("workload, kernel", seconds), range.end)
+        .await?;
+    Ok(assemble_counters(&flops, &bytes, &seconds))
+}
+
+/// Joins the three counter queries by (workload, kernel); a kernel needs its time,
+/// its bytes and at least one FLOP count, each a finite value not below 0.
+pub fn assemble_counters(
+    flops: &[(Labels, f64)],
+    bytes: &[(Labels, f64)],
+    seconds: &[(Labels, f64)],
+) -> HashMap<(String, String), ProfiledLaunch> {
+    let key = |l: &Labels| Some((l.get("workload")?.clone(), l.get("kernel")?.clone()));
+    let valid = |v: f64| v.is_finite() && v >= 0.0;
+    let by_key = |rows: &[(Labels, f64)]| -> HashMap<(String, String), f64> {
+        rows.iter()
+            .filter(|(_, v)| valid(*v))
+            .filter_map(|(l, v)| Some((key(l)?, *v)))
+            .collect()
+    };
+    let (bytes, seconds) = (by_key(bytes), by_key(seconds));
+    let mut out: HashMap<(String, String), ProfiledLaunch> = HashMap::new();
+    for (labels, value) in flops.iter().filter(|(_, v)| valid(*v)) {
+        let (Some(k), Some(precision)) = (key(labels), labels.get("precision")) else {
+            continue;
+        };
+        let (Some(&b), Some(&s)) = (bytes.get(&k), seconds.get(&k)) else {
+            continue;
+        };
+        out.entry(k)
+            .or_insert_with(|| ProfiledLaunch {
+                flops: Default::default(),
+                dram_bytes: b,
+                seconds: s,
+            })
+            .flops
+            .insert(precision.clone(), *value);
+    }
+    out
+}
+
+/// Gives each profile's kernels their profiled launch, where one was published.
+pub fn attach_counters(
+    profiles: &mut [WorkloadProfile],
+    counters: &HashMap<(String, String), ProfiledLaunch>,
+) {
+    for p in profiles {
+        for k in &mut p.kernels {
+            if let Some(c) = counters.get(&(p.workload.clone(), k.name.clone())) {
+                k.counters = Some(c.clone());
+            }
+        }
+    }
 }
 
 /// The per-series signal whose periods a profile carries (the duty cycle).
@@ -237,6 +325,82 @@ mod tests {
             analysis,
             recent: Vec::new(),
         }
+    }
+
+    fn row(pairs: &[(&str, &str)], v: f64) -> (Labels, f64) {
+        let labels = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        (labels, v)
+    }
+
+    #[test]
+    fn profiled_launches_join_by_workload_and_kernel_and_reach_the_profile() {
+        let gemm = [("workload", "train"), ("kernel", "gemm")];
+        let with = |extra: (&'static str, &'static str)| {
+            let mut l = gemm.to_vec();
+            l.push(extra);
+            l
+        };
+        let flops = [
+            row(&with(("precision", "tensor")), 1.1e12),
+            row(&with(("precision", "fp32")), 2e6),
+            row(
+                &[
+                    ("workload", "train"),
+                    ("kernel", "add"),
+                    ("precision", "fp32"),
+                ],
+                2.6e8,
+            ),
+            row(
+                &[
+                    ("workload", "infer"),
+                    ("kernel", "gemm"),
+                    ("precision", "fp64"),
+                ],
+                f64::NAN,
+            ),
+        ];
+        let bytes = [
+            row(&gemm, 4e8),
+            row(&[("workload", "infer"), ("kernel", "gemm")], 1e6),
+        ];
+        let seconds = [
+            row(&gemm, 1.6e-3),
+            row(&[("workload", "train"), ("kernel", "add")], 1e-3),
+            row(&[("workload", "infer"), ("kernel", "gemm")], 1e-3),
+        ];
+        let counters = assemble_counters(&flops, &bytes, &seconds);
+        assert_eq!(
+            counters.len(),
+            1,
+            "add lacks bytes, infer's FLOPs are not a number"
+        );
+        let c = &counters[&("train".to_string(), "gemm".to_string())];
+        assert_eq!((c.flops["tensor"], c.flops["fp32"]), (1.1e12, 2e6));
+        assert_eq!((c.dram_bytes, c.seconds), (4e8, 1.6e-3));
+
+        let stat = |name: &str| crate::analysis::profile::KernelStat {
+            name: name.into(),
+            launches_per_second: 10.0,
+            busy: 0.1,
+            shape: None,
+            counters: None,
+        };
+        let mut train = WorkloadProfile::new("train", Coverage::Kernels);
+        train.kernels = vec![stat("gemm"), stat("add")];
+        let mut infer = WorkloadProfile::new("infer", Coverage::Kernels);
+        infer.kernels = vec![stat("gemm")];
+        let mut profiles = [train, infer];
+        attach_counters(&mut profiles, &counters);
+        assert_eq!(profiles[0].kernels[0].counters.as_ref(), Some(c));
+        assert_eq!(profiles[0].kernels[1].counters, None);
+        assert_eq!(
+            profiles[1].kernels[0].counters, None,
+            "kernels join within a workload"
+        );
     }
 
     #[test]

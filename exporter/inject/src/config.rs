@@ -13,6 +13,8 @@
 //! | `POOLPROF_INJECT_MAX_KERNELS` | `2048` | distinct kernels kept per interval (16–65536); the rest are folded |
 //! | `POOLPROF_INJECT_CUPTI` | unset | the libcupti to load (absolute path); unset: the copy the application already loaded, else the first found by name |
 //! | `POOLPROF_INJECT_WINDOW_LOG` | unset | a file to append, at the end of each duty-cycle window, the grid ids and records seen per context (diagnosing the sampling) |
+//! | `POOLPROF_KERNEL_COUNTERS` | `off` | `on`: profile the first launch of each distinct kernel once with CUPTI's range profiler (FLOPs, DRAM bytes); needs a sampled duty cycle |
+//! | `POOLPROF_KERNEL_COUNTERS_MAX` | `64` | most distinct kernels profiled per process (1–1024) |
 //! | `POOLPROF_WORKLOAD` | unset | the `workload` label, sent to the exporter |
 
 use crate::wire::{DutyCycle, MAX_LABEL_BYTES};
@@ -34,6 +36,9 @@ pub const DEFAULT_DUTY: DutyCycle = DutyCycle::Sampled {
     trace_ms: 200,
     period_ms: 4000,
 };
+
+/// Distinct kernels profiled per process when `POOLPROF_KERNEL_COUNTERS_MAX` is unset.
+pub const DEFAULT_COUNTERS_MAX: usize = 64;
 
 /// Validated settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +71,9 @@ pub struct Config {
     pub window_log: Option<PathBuf>,
     /// `POOLPROF_INJECT_CUPTI`: the libcupti to load instead of the one found.
     pub cupti: Option<PathBuf>,
+    /// `POOLPROF_KERNEL_COUNTERS`: when on, the most distinct kernels to profile once
+    /// each (`POOLPROF_KERNEL_COUNTERS_MAX`); `None` (the default) profiles nothing.
+    pub kernel_counters: Option<usize>,
 }
 
 impl Default for Config {
@@ -83,6 +91,7 @@ impl Default for Config {
             workload: None,
             window_log: None,
             cupti: None,
+            kernel_counters: None,
         }
     }
 }
@@ -109,6 +118,10 @@ impl Config {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let d = Config::default();
         let get = |var: &'static str| lookup(var).map(|v| (var, v.trim().to_string()));
+        let duty = match get("POOLPROF_INJECT_DUTY") {
+            None => d.duty,
+            Some((var, v)) => parse_duty(var, &v)?,
+        };
         Ok(Config {
             enabled: match get("POOLPROF_INJECT") {
                 None => true,
@@ -122,10 +135,8 @@ impl Config {
                 None => d.interval,
                 Some((var, v)) => Duration::from_millis(parse_range(var, &v, 100, 60_000)?),
             },
-            duty: match get("POOLPROF_INJECT_DUTY") {
-                None => d.duty,
-                Some((var, v)) => parse_duty(var, &v)?,
-            },
+            duty,
+            kernel_counters: parse_counters(&get, duty)?,
             trace_memory: match get("POOLPROF_INJECT_MEMCPY") {
                 None => d.trace_memory,
                 Some((var, v)) => parse_switch(var, &v)?,
@@ -159,6 +170,32 @@ impl Config {
                 .filter(|w| !w.is_empty()),
         })
     }
+}
+
+/// `POOLPROF_KERNEL_COUNTERS` and its cap. Counters are profiled inside the duty
+/// cycle's windows only (the subscription they need would keep a profiler started
+/// later from CUPTI if it were held all the time), so they need a sampled duty cycle.
+fn parse_counters(
+    get: &impl Fn(&'static str) -> Option<(&'static str, String)>,
+    duty: Option<DutyCycle>,
+) -> Result<Option<usize>, ConfigError> {
+    let on = match get("POOLPROF_KERNEL_COUNTERS") {
+        None => false,
+        Some((var, v)) => parse_switch(var, &v)?,
+    };
+    let max = match get("POOLPROF_KERNEL_COUNTERS_MAX") {
+        None => DEFAULT_COUNTERS_MAX,
+        Some((var, v)) => parse_range(var, &v, 1, 1024)? as usize,
+    };
+    if on && !matches!(duty, Some(DutyCycle::Sampled { .. })) {
+        return Err(invalid(
+            "POOLPROF_KERNEL_COUNTERS",
+            "on",
+            "counters are profiled in duty-cycle windows: set POOLPROF_INJECT_DUTY to \
+             TRACE_MS/PERIOD_MS (the default 200/4000) or turn counters off",
+        ));
+    }
+    Ok(on.then_some(max))
 }
 
 fn invalid(var: &'static str, value: &str, expected: &str) -> ConfigError {
@@ -278,6 +315,52 @@ mod tests {
         assert_eq!(c.window_log, Some(PathBuf::from("/tmp/windows.log")));
         let cupti = PathBuf::from("/opt/cuda/lib64/libcupti.so.13");
         assert_eq!(c.cupti, Some(cupti));
+    }
+
+    #[test]
+    fn kernel_counters_are_off_by_default_and_capped_when_on() {
+        assert_eq!(config(&[]).unwrap().kernel_counters, None);
+        let on = config(&[("POOLPROF_KERNEL_COUNTERS", "1")]).unwrap();
+        assert_eq!(on.kernel_counters, Some(DEFAULT_COUNTERS_MAX));
+        let capped = config(&[
+            ("POOLPROF_KERNEL_COUNTERS", "on"),
+            ("POOLPROF_KERNEL_COUNTERS_MAX", "8"),
+        ])
+        .unwrap();
+        assert_eq!(capped.kernel_counters, Some(8));
+        let off = config(&[
+            ("POOLPROF_KERNEL_COUNTERS", "off"),
+            ("POOLPROF_KERNEL_COUNTERS_MAX", "8"),
+        ])
+        .unwrap();
+        assert_eq!(off.kernel_counters, None, "the cap alone turns nothing on");
+    }
+
+    #[test]
+    fn kernel_counters_need_a_sampled_duty_cycle_and_a_cap_in_range() {
+        for duty in ["always", "never", "0/1000"] {
+            let err = config(&[
+                ("POOLPROF_KERNEL_COUNTERS", "on"),
+                ("POOLPROF_INJECT_DUTY", duty),
+            ])
+            .unwrap_err();
+            assert_eq!(err.var, "POOLPROF_KERNEL_COUNTERS", "{duty}");
+            assert!(err.to_string().contains("POOLPROF_INJECT_DUTY"), "{err}");
+        }
+        let with_always = config(&[
+            ("POOLPROF_KERNEL_COUNTERS", "off"),
+            ("POOLPROF_INJECT_DUTY", "always"),
+        ]);
+        assert!(with_always.is_ok(), "off never conflicts");
+        for (var, value) in [
+            ("POOLPROF_KERNEL_COUNTERS", "maybe"),
+            ("POOLPROF_KERNEL_COUNTERS_MAX", "0"),
+            ("POOLPROF_KERNEL_COUNTERS_MAX", "1025"),
+            ("POOLPROF_KERNEL_COUNTERS_MAX", "many"),
+        ] {
+            let err = config(&[(var, value)]).unwrap_err();
+            assert_eq!(err.var, var, "{value}");
+        }
     }
 
     #[test]

@@ -117,6 +117,7 @@ pub fn start(config: &Config) -> Result<CuptiSource, StartError> {
     let cupti = library::load(config.cupti.as_deref())?;
     check_driver_symbols()?;
     detach::check_alone(detach::no_other_subscriber)?;
+    crate::counters::init(config.kernel_counters, &cupti.path);
     let zeroed_buffers = promise_zeroed_buffers(cupti);
     let pool =
         BufferPool::new(config.buffer_bytes, config.buffers).ok_or(StartError::NoMemory {
@@ -333,6 +334,10 @@ impl Source for CuptiSource {
         } else {
             windows.take_all(shared.duty_ppm.load(Ordering::Relaxed))
         }
+    }
+
+    fn counters(&self) -> Vec<crate::wire::KernelCounters> {
+        crate::counters::take()
     }
 
     fn uuid(&self, ordinal: u32) -> Option<[u8; 16]> {

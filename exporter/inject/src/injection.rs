@@ -107,6 +107,7 @@ extern "C" fn at_exit() {
             if let Some(duty) = duty {
                 duty.stop();
             }
+            crate::counters::close();
             let _ = handle.finish(EXIT_FLUSH_TIMEOUT);
             cupti::stop();
             TRACING.set(Tracing::Inactive);

@@ -8,13 +8,15 @@
 //! variables ([`config`]). Between samples CUPTI leaves the process ([`detach`]);
 //! each sampled window is held ([`windows`]) until its share of its period's launches
 //! is known ([`launch_share`]) and travels with it ([`sample`]).
-//! [`injection`] is the entry point CUDA calls;
+//! With `POOLPROF_KERNEL_COUNTERS=1` the first launch of each kernel is profiled once
+//! ([`counters`]). [`injection`] is the entry point CUDA calls;
 //! [`tracing_state`] tells the application whether records are being collected.
 
 pub mod aggregate;
 pub mod batch;
 pub mod buffers;
 pub mod config;
+pub mod counters;
 pub mod cupti;
 pub mod detach;
 pub mod injection;

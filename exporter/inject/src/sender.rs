@@ -12,7 +12,7 @@
 
 use crate::aggregate::Aggregator;
 use crate::sample::Sample;
-use crate::wire::{encode_delta, encode_hello, Hello};
+use crate::wire::{encode_counters, encode_delta, encode_hello, Hello, KernelCounters};
 use std::io::ErrorKind;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
@@ -36,6 +36,11 @@ pub trait Source: Send + 'static {
     fn take(&self) -> Sample;
     /// The UUID of a CUDA device ordinal, if known.
     fn uuid(&self, ordinal: u32) -> Option<[u8; 16]>;
+    /// Kernel counters profiled since the previous call (`POOLPROF_KERNEL_COUNTERS`);
+    /// none by default.
+    fn counters(&self) -> Vec<KernelCounters> {
+        Vec::new()
+    }
 }
 
 /// Counters of the sender, for tests and diagnostics.
@@ -49,6 +54,8 @@ pub struct SenderStats {
     pub disconnects: u64,
     /// Delta frames fully written.
     pub frames_sent: u64,
+    /// Kernel counters handed to a connection (sent once: not again after a break).
+    pub counters_sent: u64,
 }
 
 struct Connection {
@@ -65,6 +72,8 @@ pub struct Sender<S: Source> {
     hello: Hello,
     source: S,
     unsent: Sample,
+    /// Kernel counters waiting for a connection (bounded by the library's cap).
+    counters: Vec<KernelCounters>,
     conn: Option<Connection>,
     seq: u64,
     backoff: Duration,
@@ -82,6 +91,7 @@ impl<S: Source> Sender<S> {
             hello,
             source,
             unsent: Sample::new(Aggregator::new(max_kernels), crate::wire::FULL_DUTY_PPM),
+            counters: Vec::new(),
             conn: None,
             seq: 0,
             backoff: min_backoff,
@@ -130,7 +140,7 @@ impl<S: Source> Sender<S> {
                 .conn
                 .as_ref()
                 .is_some_and(|c| c.written == c.outbox.len());
-            if idle && self.unsent.is_empty() {
+            if idle && self.unsent.is_empty() && self.counters.is_empty() {
                 break;
             }
         }
@@ -141,6 +151,7 @@ impl<S: Source> Sender<S> {
         if !fresh.is_empty() {
             self.unsent.absorb(fresh);
         }
+        self.counters.extend(self.source.counters());
     }
 
     fn connect(&mut self, now: Instant) {
@@ -186,6 +197,15 @@ impl<S: Source> Sender<S> {
                     .to_delta(self.seq, batch.share_ppm(), |o| self.source.uuid(o));
                 self.seq += 1;
                 conn.outbox = encode_delta(&delta).concat();
+                // Counters ride after the delta, once: an exporter of an older build
+                // closes the connection at the unknown message, and the deltas go on
+                // over the next one without them.
+                for k in &mut self.counters {
+                    k.device.uuid = self.source.uuid(k.device.ordinal);
+                }
+                self.stats.counters_sent += self.counters.len() as u64;
+                conn.outbox
+                    .extend(encode_counters(&std::mem::take(&mut self.counters)).concat());
                 conn.written = 0;
                 conn.in_flight = Some(batch);
                 encoded = true;

@@ -7,12 +7,13 @@
 //! | --- | --- |
 //! | 4 | magic `PPKI` |
 //! | 2 | protocol version, little-endian ([`VERSION`]) |
-//! | 1 | message type (1 = [`Hello`], 2 = [`Delta`]) |
+//! | 1 | message type (1 = [`Hello`], 2 = [`Delta`], 3 = [`Counters`]) |
 //! | 1 | reserved, 0 |
 //! | 4 | payload length, little-endian, at most [`MAX_PAYLOAD_BYTES`] |
 //!
 //! The first frame of a connection is a [`Hello`]; every later frame is a [`Delta`]
-//! holding what happened since the previous one. All integers are little-endian;
+//! holding what happened since the previous one, or [`Counters`] (optional, only from
+//! a library with `POOLPROF_KERNEL_COUNTERS=1`). All integers are little-endian;
 //! strings are a `u16` length and UTF-8 bytes. Every count and length is bounded, so a
 //! reader never allocates more than the bytes a peer actually sent, and the encoder
 //! truncates or splits so that what it writes always decodes.
@@ -47,6 +48,10 @@ pub const FULL_DUTY_PPM: u32 = 1_000_000;
 
 const TYPE_HELLO: u8 = 1;
 const TYPE_DELTA: u8 = 2;
+const TYPE_COUNTERS: u8 = 3;
+
+mod counters;
+pub use counters::{encode_counters, Counters, Flops, KernelCounters, MAX_COUNTERS_PER_FRAME};
 
 /// Why bytes could not be decoded into a message. A reader that sees any of these
 /// closes the connection: the stream cannot be resynchronised.
@@ -387,6 +392,9 @@ pub enum Message {
     Hello(Hello),
     /// Activity since the previous delta.
     Delta(Delta),
+    /// Hardware counters of kernels profiled once each (optional; version 2 peers
+    /// without it never send it).
+    Counters(Counters),
 }
 
 /// A validated frame header.
@@ -412,7 +420,7 @@ impl FrameHeader {
             });
         }
         let message_type = bytes[6];
-        if message_type != TYPE_HELLO && message_type != TYPE_DELTA {
+        if !matches!(message_type, TYPE_HELLO | TYPE_DELTA | TYPE_COUNTERS) {
             return Err(DecodeError::UnknownType(message_type));
         }
         if bytes[7] != 0 {
@@ -451,6 +459,7 @@ impl FrameHeader {
         let mut r = Reader::new(payload);
         let message = match self.message_type {
             TYPE_HELLO => Message::Hello(read_hello(&mut r)?),
+            TYPE_COUNTERS => Message::Counters(counters::read_counters(&mut r)?),
             _ => Message::Delta(read_delta(&mut r)?),
         };
         match r.remaining() {

@@ -87,6 +87,7 @@ fn read_launches(stream: &mut UnixStream, want: u64) -> u64 {
         match read_message(stream).expect("a frame") {
             Message::Delta(d) => got += launches(&d),
             Message::Hello(_) => panic!("hello after the first frame"),
+            Message::Counters(_) => panic!("counters from a source that has none"),
         }
     }
     got

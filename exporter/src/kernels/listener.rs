@@ -353,7 +353,7 @@ impl Connection {
         };
         match read_frame(&mut self.stream, deadlines, &self.budget) {
             Ok(Message::Hello(hello)) => Some(hello),
-            Ok(Message::Delta(_)) => {
+            Ok(Message::Delta(_) | Message::Counters(_)) => {
                 self.store.reject("no_hello");
                 None
             }
@@ -382,6 +382,7 @@ impl Connection {
             };
             match read_frame(&mut self.stream, deadlines, &self.budget) {
                 Ok(Message::Delta(delta)) => self.store.apply(conn, &delta),
+                Ok(Message::Counters(counters)) => self.store.apply_counters(conn, &counters),
                 Ok(Message::Hello(_)) => return self.store.reject("second_hello"),
                 Err(FrameError::Closed) => return,
                 Err(e) => return self.reject(&e),

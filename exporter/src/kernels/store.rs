@@ -16,6 +16,8 @@
 //! - a workload's series are dropped `expiry` after its last process disconnected, and
 //!   a (`uuid`, `workload`) pair's `expiry` after its last report.
 
+mod counters;
+
 use super::demangle::{short_name, OTHER};
 use super::rejection_log::RejectionLog;
 use crate::registry::MetricSet;
@@ -174,6 +176,8 @@ struct Inner {
     next_conn: ConnId,
     /// The UUIDs (lowercase) of the GPUs the exporter sees; `None` until known.
     gpus: Option<HashSet<String>>,
+    /// Profiled launches (`POOLPROF_KERNEL_COUNTERS`), see `counters`.
+    profiled: counters::CounterTable,
 }
 
 /// What injected processes reported, shared by the listener and the collector.
@@ -402,6 +406,7 @@ impl KernelStore {
             true
         });
         inner.named_series -= removed;
+        inner.profiled.retain_workloads(&inner.workloads);
     }
 
     /// Writes every series (after expiring old ones, and logging refusals suppressed
@@ -410,6 +415,7 @@ impl KernelStore {
         self.expire(Instant::now());
         self.log.lock().unwrap_or_else(|p| p.into_inner()).flush();
         let inner = self.lock();
+        inner.profiled.write(out);
         for ((uuid, workload), group) in &inner.groups {
             for (name, named) in &group.kernels {
                 write_kernel(out, uuid, workload, name, &named.totals);

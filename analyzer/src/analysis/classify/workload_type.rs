@@ -146,6 +146,7 @@ mod tests {
                 launches_per_second: 100.0,
                 busy: 0.1,
                 shape: None,
+                counters: None,
             })
             .collect();
         p

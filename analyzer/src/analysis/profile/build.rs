@@ -326,6 +326,7 @@ fn add_kernels(
                 .kernel_shapes
                 .get(&(workload.clone(), name.clone()))
                 .copied(),
+            counters: None,
         })
         .collect();
     kernels.sort_by(|a, b| b.busy.total_cmp(&a.busy));

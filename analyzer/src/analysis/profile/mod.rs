@@ -165,6 +165,23 @@ pub struct KernelStat {
     /// The latest launch's shape, when the exporter published it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shape: Option<KernelShape>,
+    /// One launch measured with hardware counters, when the injection library ran
+    /// with `POOLPROF_KERNEL_COUNTERS=1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<ProfiledLaunch>,
+}
+
+/// One launch of a kernel profiled with hardware counters (the exporter's
+/// `poolprof_kernel_flops`, `poolprof_kernel_dram_bytes` and
+/// `poolprof_kernel_profiled_duration_seconds`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfiledLaunch {
+    /// FLOPs by the exporter's `precision` label (`fp64`, `fp32`, `fp16`, `tensor`).
+    pub flops: BTreeMap<String, f64>,
+    /// DRAM bytes read plus written.
+    pub dram_bytes: f64,
+    /// GPU time of the launch, seconds.
+    pub seconds: f64,
 }
 
 impl KernelStat {

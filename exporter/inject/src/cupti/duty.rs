@@ -95,6 +95,7 @@ impl CuptiSwitch {
     /// kinds are left as they are: disabling them would stop the other client's.
     fn step_aside(&mut self, why: detach::OtherClient) {
         self.aside = true;
+        crate::counters::close();
         if let Some(shared) = SHARED.get() {
             shared.closed.store(true, Ordering::Relaxed);
             shared.sampling.store(false, Ordering::Release);
@@ -125,6 +126,9 @@ impl Switch for CuptiSwitch {
         if let Some(since) = self.on_since.take() {
             self.traced += since.elapsed();
         }
+        // Kernel counters hold a subscription in the window: released first, so the
+        // checks below see only other clients and detaching can subscribe.
+        crate::counters::window_ending();
         // A profiler that started during the window has registered its callbacks
         // and enabled its kinds: turning them off would stop its records.
         if let Err(other) = detach::check_alone(detach::no_other_subscriber) {
@@ -167,6 +171,7 @@ impl Switch for CuptiSwitch {
         let all_on = detach::with_attached(|| self.each_kind().on()).unwrap_or(false);
         if all_on {
             self.on_since = Some(Instant::now());
+            crate::counters::window_started();
         }
         all_on
     }

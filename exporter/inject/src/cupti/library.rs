@@ -10,7 +10,7 @@ use super::StartError;
 use cudarc::cupti::sys::{
     CUptiResult, CUpti_Activity, CUpti_ActivityAttribute, CUpti_ActivityKind,
     CUpti_BuffersCallbackCompleteFunc, CUpti_BuffersCallbackRequestFunc, CUpti_CallbackDomain,
-    CUpti_CallbackFunc, CUpti_SubscriberHandle,
+    CUpti_CallbackFunc, CUpti_CallbackId, CUpti_SubscriberHandle,
 };
 use cudarc::driver::sys::CUcontext;
 use std::ffi::{c_int, c_void, CStr};
@@ -54,6 +54,15 @@ pub struct Cupti {
     /// `cuptiActivitySetAttribute`, optional: without it CUPTI zeroes each buffer itself.
     pub set_attribute: Option<
         unsafe extern "C" fn(CUpti_ActivityAttribute, *mut usize, *mut c_void) -> CUptiResult,
+    >,
+    /// `cuptiEnableCallback`, optional: only kernel counters use it.
+    pub enable_callback: Option<
+        unsafe extern "C" fn(
+            u32,
+            CUpti_SubscriberHandle,
+            CUpti_CallbackDomain,
+            CUpti_CallbackId,
+        ) -> CUptiResult,
     >,
     /// Keeps the functions above mapped.
     _library: libloading::Library,
@@ -143,7 +152,12 @@ fn resolve(library: libloading::Library, path: String) -> Result<Cupti, StartErr
     let set_attribute = unsafe { library.get(b"cuptiActivitySetAttribute\0") }
         .ok()
         .map(|f| *f);
+    // SAFETY: as above; an optional function.
+    let enable_callback = unsafe { library.get(b"cuptiEnableCallback\0") }
+        .ok()
+        .map(|f| *f);
     Ok(Cupti {
+        enable_callback,
         subscribe: function!("cuptiSubscribe"),
         unsubscribe: function!("cuptiUnsubscribe"),
         enable_domain: function!("cuptiEnableDomain"),
