@@ -9,6 +9,12 @@ use crate::server::{Server, ServerSpec};
 /// Binary name of the exporter.
 pub const EXPORTER_BIN: &str = "poolprof-exporter";
 
+/// The UUID of simulated GPU 0: the exporter takes injection reports only for GPUs it
+/// sees, so a fake library reports this one.
+pub const SIM_GPU0_UUID: &str = "GPU-00000000-0000-4000-8000-000000000000";
+/// [`SIM_GPU0_UUID`] as the 16 bytes the wire carries.
+pub const SIM_GPU0_UUID_BYTES: [u8; 16] = [0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0];
+
 /// A running exporter; stopped on drop.
 pub struct Exporter {
     server: Server,

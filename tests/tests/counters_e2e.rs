@@ -4,7 +4,7 @@
 //! by label, answer the documented arithmetic-intensity query, and the exposition
 //! lints clean.
 
-use poolprof_e2e::exporter::Exporter;
+use poolprof_e2e::exporter::{Exporter, SIM_GPU0_UUID, SIM_GPU0_UUID_BYTES};
 use poolprof_e2e::prometheus::{Prometheus, PrometheusConfig};
 use poolprof_e2e::promtool::check_metrics;
 use poolprof_e2e::wait::until;
@@ -62,7 +62,7 @@ impl Source for FakeCupti {
         Sample::new(agg.unwrap_or_else(|| Aggregator::new(64)), 1_000_000)
     }
     fn uuid(&self, _ordinal: u32) -> Option<[u8; 16]> {
-        Some([0x5a; 16])
+        Some(SIM_GPU0_UUID_BYTES)
     }
     fn counters(&self) -> Vec<KernelCounters> {
         std::mem::take(&mut self.profiled.lock().unwrap())
@@ -150,7 +150,7 @@ fn profiled_kernels_reach_prometheus_next_to_their_launch_counters() {
     });
     assert!(start.elapsed() < WAIT);
 
-    let uuid = "GPU-5a5a5a5a-5a5a-5a5a-5a5a-5a5a5a5a5a5a";
+    let uuid = SIM_GPU0_UUID;
     expect(
         &prom,
         &format!(

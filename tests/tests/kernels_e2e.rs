@@ -69,9 +69,7 @@ impl Source for FakeCupti {
     }
 }
 
-/// Simulated GPU 0 (the exporter takes reports only for GPUs it sees).
-const UUID: &str = "GPU-00000000-0000-4000-8000-000000000000";
-const GPU0_BYTES: [u8; 16] = [0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0];
+use poolprof_e2e::exporter::{SIM_GPU0_UUID as UUID, SIM_GPU0_UUID_BYTES as GPU0_BYTES};
 
 fn process(
     socket: &Path,

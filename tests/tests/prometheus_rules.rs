@@ -421,8 +421,7 @@ impl Source for FakeCupti {
         Sample::new(self.0.lock().unwrap().take(), DutyCycle::Always.ppm())
     }
     fn uuid(&self, _ordinal: u32) -> Option<[u8; 16]> {
-        // GPU0's bytes: the exporter takes reports only for GPUs it sees.
-        Some([0, 0, 0, 0, 0, 0, 0x40, 0, 0x80, 0, 0, 0, 0, 0, 0, 0])
+        Some(poolprof_e2e::exporter::SIM_GPU0_UUID_BYTES)
     }
 }
 
