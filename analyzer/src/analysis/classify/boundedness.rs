@@ -201,6 +201,57 @@ pub fn classify_kernels(
     (*t > 0.0).then_some(Boundedness::ALL[i])
 }
 
+/// Share of a workload's kernel time its profiled kernels must cover for their counters
+/// to decide its class (else GPM decides).
+const PROFILED_COVERAGE: f64 = 0.5;
+
+/// A workload's class from the kernels the injection library profiled with hardware
+/// counters (`POOLPROF_KERNEL_COUNTERS=1`), each weighted by its share of kernel time,
+/// when they cover at least [`PROFILED_COVERAGE`] of it.
+fn from_profiled_kernels(
+    profile: &WorkloadProfile,
+    spec: &GpuSpec,
+    mut evidence: Vec<String>,
+) -> Option<Classification> {
+    let total: f64 = profile.kernels.iter().map(|k| k.busy.max(0.0)).sum();
+    let mut time = [0.0; 5];
+    let (mut covered, mut flops, mut bytes) = (0.0, 0.0, 0.0);
+    for k in &profile.kernels {
+        let Some(launch) = &k.counters else { continue };
+        let Some(class) = super::class_from_counters(&k.name, launch, spec) else {
+            continue;
+        };
+        let weight = k.busy.max(0.0);
+        let slot = Boundedness::ALL.iter().position(|x| *x == class);
+        time[slot.expect("in ALL")] += weight;
+        covered += weight;
+        flops += weight * launch.flops.values().sum::<f64>() / launch.seconds;
+        bytes += weight * launch.dram_bytes / launch.seconds;
+    }
+    if total <= 0.0 || covered < PROFILED_COVERAGE * total {
+        return None;
+    }
+    let (i, _) = time.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1))?;
+    let shares: Vec<String> = Boundedness::ALL
+        .iter()
+        .zip(time)
+        .filter(|(_, w)| *w > 0.0)
+        .map(|(c, w)| format!("{} {:.0}%", c.label(), 100.0 * w / covered))
+        .collect();
+    evidence.push(format!(
+        "kernels profiled with hardware counters cover {:.0}% of its kernel time: {}",
+        100.0 * covered / total,
+        shares.join(", ")
+    ));
+    Some(Classification {
+        class: Boundedness::ALL[i],
+        arithmetic_intensity: (bytes > 0.0).then(|| flops / bytes),
+        ridge_point: None,
+        basis: Basis::Kernels,
+        evidence,
+    })
+}
+
 /// A workload's class from its profile's GPM activity, against its GPU's roofline.
 pub fn classify(profile: &WorkloadProfile, t: Thresholds) -> Classification {
     let (spec, known) = lookup_or_default(profile.gpu_name.as_deref());
@@ -230,6 +281,11 @@ pub fn classify(profile: &WorkloadProfile, t: Thresholds) -> Classification {
             basis,
             evidence,
         };
+    }
+    if t == Thresholds::Roofline {
+        if let Some(c) = from_profiled_kernels(profile, spec, evidence.clone()) {
+            return c;
+        }
     }
     let g = |s| profile.get(s).unwrap_or(0.0);
     let hmma = profile
@@ -368,6 +424,55 @@ mod tests {
         );
         let both = classify(&gpm(0.9, 0.6, 0.6, 0.0), r);
         assert_eq!(both.class, Boundedness::Mixed, "{both:?}");
+    }
+
+    fn profiled(
+        name: &str,
+        busy: f64,
+        tensor: f64,
+        bytes: f64,
+    ) -> crate::analysis::profile::KernelStat {
+        use crate::analysis::profile::{KernelStat, ProfiledLaunch};
+        KernelStat {
+            name: name.into(),
+            launches_per_second: 100.0,
+            busy,
+            shape: None,
+            counters: Some(ProfiledLaunch {
+                flops: [("tensor".to_string(), tensor)].into(),
+                dram_bytes: bytes,
+                seconds: 178e-6,
+            }),
+        }
+    }
+
+    #[test]
+    fn profiled_kernels_decide_the_class_when_they_cover_most_kernel_time() {
+        // GPM alone reads this workload as memory-bound; its profiled GEMM (the H100
+        // run's 4096³ bf16: 1.374e11 FLOPs, 1.9e8 bytes in 178 µs) says otherwise.
+        let mut p = gpm(0.95, 0.02, 0.85, 0.1);
+        p.kernels = vec![profiled("gemm", 0.7, 1.374e11, 1.9e8)];
+        let mut other = profiled("other", 0.3, 0.0, 0.0);
+        other.counters = None;
+        p.kernels.push(other.clone());
+        let c = classify(&p, Thresholds::Roofline);
+        assert_eq!(
+            (c.class, c.basis),
+            (Boundedness::ComputeBound, Basis::Kernels),
+            "{c:?}"
+        );
+        assert!(c.evidence.iter().any(|e| e.contains("cover 70%")), "{c:?}");
+        // Covering less than half the kernel time, the counters step back for GPM.
+        p.kernels = vec![profiled("gemm", 0.3, 1.374e11, 1.9e8), {
+            other.busy = 0.7;
+            other
+        }];
+        let c = classify(&p, Thresholds::Roofline);
+        assert_eq!(
+            (c.class, c.basis),
+            (Boundedness::MemoryBound, Basis::Gpm),
+            "{c:?}"
+        );
     }
 
     #[test]
