@@ -129,6 +129,7 @@ pub mod calibrate;
 pub mod constants;
 pub mod demand;
 pub mod evaluate;
+pub mod fixed_point;
 pub mod mig;
 pub mod mps;
 pub mod placement;

@@ -19,26 +19,16 @@
 //! nothing blocks, but each runs its kernels on its share only.
 
 use super::time_slicing::memory_reason;
-use super::{feasible, infeasible, Constants, Demand, Mode, ModePrediction, SmShare};
-
-const ITERATIONS: usize = 200;
+use super::{feasible, fixed_point, infeasible, Constants, Demand, Mode, ModePrediction, SmShare};
 
 /// Both sides' normalized progress under MPS without SM limits.
 pub fn progress(a: &Demand, b: &Demand, c: &Constants) -> (f64, f64) {
-    let (mut ua, mut ub) = (a.duty, b.duty);
-    let (mut sa, mut sb) = (1.0, 1.0);
-    for _ in 0..ITERATIONS {
-        let (ga, gb) = (gpu_time(a, b, ub, c), gpu_time(b, a, ua, c));
-        let na = 1.0 / ((1.0 - a.duty) + ga + waiting(a, b, ub, c));
-        let nb = 1.0 / ((1.0 - b.duty) + gb + waiting(b, a, ua, c));
-        let settled = (na - sa).abs() < 1e-9 && (nb - sb).abs() < 1e-9;
-        (sa, sb) = (na, nb);
-        (ua, ub) = ((sa * ga).min(1.0), (sb * gb).min(1.0));
-        if settled {
-            break;
-        }
-    }
-    (sa, sb)
+    fixed_point::solve(a, b, |x, peer, peer_busy| {
+        (
+            gpu_time(x, peer, peer_busy, c),
+            waiting(x, peer, peer_busy, c),
+        )
+    })
 }
 
 /// X's GPU seconds per second of its work alone: its kernels stretch while the peer's

@@ -8,25 +8,13 @@
 //! the GPU beside Y. Both sides depend on each other; the fixed point is found by
 //! iteration from the duty cycles alone.
 
-use super::{feasible, gib, infeasible, Constants, Demand, Mode, ModePrediction};
-
-const ITERATIONS: usize = 200;
+use super::{feasible, fixed_point, gib, infeasible, Constants, Demand, Mode, ModePrediction};
 
 /// Both sides' normalized progress under time-slicing.
 pub fn progress(a: &Demand, b: &Demand, c: &Constants) -> (f64, f64) {
-    let (mut ua, mut ub) = (a.duty, b.duty);
-    let (mut sa, mut sb) = (1.0, 1.0);
-    for _ in 0..ITERATIONS {
-        let (ga, gb) = (gpu_time(a, b, ub, c), gpu_time(b, a, ua, c));
-        let (na, nb) = (1.0 / ((1.0 - a.duty) + ga), 1.0 / ((1.0 - b.duty) + gb));
-        let settled = (na - sa).abs() < 1e-9 && (nb - sb).abs() < 1e-9;
-        (sa, sb) = (na, nb);
-        (ua, ub) = ((sa * ga).min(1.0), (sb * gb).min(1.0));
-        if settled {
-            break;
-        }
-    }
-    (sa, sb)
+    fixed_point::solve(a, b, |x, peer, peer_busy| {
+        (gpu_time(x, peer, peer_busy, c), 0.0)
+    })
 }
 
 /// X's GPU seconds per second of its work alone, beside a peer busy `peer_busy` of the time.
