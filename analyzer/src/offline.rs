@@ -218,6 +218,7 @@ pub fn run_forecast(args: &ForecastArgs, out: &mut dyn Write) -> Result<(), Offl
         horizon_steps: args.horizon,
         step_seconds: args.step,
         period: args.period,
+        ..ForecastConfig::default()
     };
     let one = |s: &Series, labels| -> Result<ForecastJson, String> {
         let f = forecast(s, &config).map_err(|e| e.to_string())?;

@@ -47,7 +47,7 @@ impl Season {
     }
 
     /// The state used at step `t` of the window.
-    fn bin(&self, t: usize) -> usize {
+    pub fn bin(&self, t: usize) -> usize {
         let bins = self.bins();
         let x = (t as f64 / self.period).fract() * bins as f64;
         ((x + 1e-9) as usize).min(bins - 1)
@@ -330,6 +330,29 @@ pub fn fit(y: &[f64], spec: EtsSpec, max_evals: usize) -> EtsFit {
 }
 
 impl EtsFit {
+    /// The same model with the same smoothing parameters, run over `y` instead (new
+    /// initial states from `y`'s decomposition): forecasting from another origin
+    /// without optimising again.
+    pub fn rerun(&self, y: &[f64]) -> EtsFit {
+        let decomposition = Decomposition::of(y, self.spec.season);
+        let mut end = decomposition.state_before(0, self.spec.trend);
+        let sse = filter(y, 0, &self.params, self.spec.season, &mut end);
+        EtsFit {
+            spec: self.spec,
+            params: self.params,
+            end,
+            next_step: y.len(),
+            sse,
+            n: y.len(),
+            aicc: aicc(sse, y.len(), self.spec.parameter_count()),
+        }
+    }
+
+    /// The level smoothing parameter α.
+    pub fn alpha(&self) -> f64 {
+        self.params.alpha
+    }
+
     /// Point forecasts and prediction variances for steps 1..=h after the data.
     pub fn forecast(&self, h: usize) -> (Vec<f64>, Vec<f64>) {
         let p = &self.params;
