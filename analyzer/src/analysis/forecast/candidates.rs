@@ -6,6 +6,8 @@
 //! origins costs a pass over the data each, not an optimisation each. Adding a model
 //! is one `impl` and one line in [`build`].
 
+use std::sync::{Arc, Mutex};
+
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
@@ -82,6 +84,66 @@ impl Candidate for SeasonalNaive {
     }
 }
 
+/// The median of the last `k` values, held: the level a bursty or pinned series
+/// returns to, robust to the last burst.
+pub struct RecentMedian(pub usize);
+
+impl Candidate for RecentMedian {
+    fn name(&self) -> String {
+        format!("median({})", self.0)
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let k = self.0.clamp(1, y.len());
+        let last = &y[y.len() - k..];
+        let level = median(last.to_vec());
+        let s2 = last.iter().map(|v| (v - level).powi(2)).sum::<f64>() / k as f64;
+        Path {
+            point: vec![level; h],
+            var: vec![s2; h],
+        }
+    }
+}
+
+/// Cycles a seasonal median looks back over.
+pub const MEDIAN_CYCLES: usize = 5;
+
+/// At each phase, the median of the same phase over the last [`MEDIAN_CYCLES`] cycles:
+/// seasonal-naive without the noise of a single cycle.
+pub struct SeasonalMedian(pub Season);
+
+impl Candidate for SeasonalMedian {
+    fn name(&self) -> String {
+        format!("smedian({})", trim(self.0.period()))
+    }
+    fn period(&self) -> Option<f64> {
+        Some(self.0.period())
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let n = y.len() as f64;
+        let m = self.0.period();
+        let mut errors = 0.0;
+        let point: Vec<f64> = (1..=h)
+            .map(|j| {
+                let base = n + j as f64 - 1.0 - (j as f64 / m).ceil() * m;
+                let same: Vec<f64> = (0..MEDIAN_CYCLES)
+                    .map(|c| (base - c as f64 * m).round())
+                    .take_while(|t| *t >= 0.0)
+                    .map(|t| y[t as usize])
+                    .collect();
+                let v = median(same.clone());
+                errors += same.iter().map(|s| (s - v).powi(2)).sum::<f64>()
+                    / same.len().max(1) as f64;
+                v
+            })
+            .collect();
+        let s2 = errors / h.max(1) as f64;
+        Path {
+            var: vec![s2; h],
+            point,
+        }
+    }
+}
+
 /// The least-squares line over the window.
 pub struct Line;
 
@@ -111,10 +173,32 @@ impl Candidate for Ets {
     }
 }
 
+/// Decompositions by prefix length, shared by the candidates that decompose the same
+/// way, so that each origin is decomposed once.
+#[derive(Default)]
+pub struct DecompositionCache(Mutex<Vec<(usize, Arc<(Seasonals, Vec<f64>)>)>>);
+
+impl DecompositionCache {
+    /// The seasonals of `y` and `y` adjusted by them.
+    fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<(Seasonals, Vec<f64>)> {
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, d)) = cache.iter().find(|(n, _)| *n == y.len()) {
+            return d.clone();
+        }
+        let seasonals = Seasonals::of(y, seasons);
+        let adjusted = seasonals.adjust(y);
+        let d = Arc::new((seasonals, adjusted));
+        cache.push((y.len(), d.clone()));
+        d
+    }
+}
+
 /// Every season removed by [`Seasonals`], then non-seasonal ETS or Theta on the rest.
 pub struct Decomposed {
     /// The seasons, dominant first.
     pub seasons: Vec<Season>,
+    /// Decompositions shared with the other decomposed candidates.
+    pub cache: Arc<DecompositionCache>,
     /// ETS without season, fitted to the seasonally adjusted training data.
     pub fit: EtsFit,
     /// Theta: simple smoothing plus half the line's slope, instead of the ETS trend.
@@ -135,14 +219,14 @@ impl Candidate for Decomposed {
         self.seasons.first().map(|s| s.period())
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
-        let seasonals = Seasonals::of(y, &self.seasons);
-        let adjusted = seasonals.adjust(y);
-        let fit = self.fit.rerun(&adjusted);
+        let decomposition = self.cache.get(y, &self.seasons);
+        let (seasonals, adjusted) = (&decomposition.0, &decomposition.1);
+        let fit = self.fit.rerun(adjusted);
         let (mut point, var) = fit.forecast(h);
         if self.theta {
             // Theta(2) as simple smoothing with drift: half the slope of the line,
             // phased in as the level forgets its start.
-            let (_, slope) = least_squares_line(&adjusted);
+            let (_, slope) = least_squares_line(adjusted);
             let a = fit.alpha();
             let fade = (1.0 - a).powi(adjusted.len().min(i32::MAX as usize) as i32) / a;
             for (j, p) in point.iter_mut().enumerate() {
@@ -156,20 +240,29 @@ impl Candidate for Decomposed {
     }
 }
 
-/// The candidates for `train` (scaled to ±1) with `seasons` (dominant first; each fits
-/// twice in `train`): naive, seasonal-naive per season, the line, ETS with the dominant
-/// season (or none) and trend none / additive / damped, and with several seasons (or
-/// one) the decomposition with ETS(A,N,N), ETS(A,Ad,N) and Theta.
-pub fn build(train: &[f64], seasons: &[Season]) -> Vec<Box<dyn Candidate>> {
+/// The candidates for `train` (scaled to ±1) with `seasons` (each fits twice in
+/// `train`): naive, seasonal-naive and the seasonal median per season, the median of
+/// the last `recent` values, the line, ETS with the `dominant` season
+/// (or none) and trend none / additive / damped, and with any season the decomposition
+/// by all of them with ETS(A,N,N), ETS(A,Ad,N) and Theta.
+pub fn build(
+    train: &[f64],
+    seasons: &[Season],
+    dominant: Option<Season>,
+    recent: usize,
+) -> Vec<Box<dyn Candidate>> {
     let mut out: Vec<Box<dyn Candidate>> = vec![Box::new(Naive)];
     for s in seasons {
         out.push(Box::new(SeasonalNaive(*s)));
     }
+    for s in seasons {
+        out.push(Box::new(SeasonalMedian(*s)));
+    }
+    out.push(Box::new(RecentMedian(recent)));
     if train.len() < 10 {
         return out;
     }
     out.push(Box::new(Line));
-    let dominant = seasons.first().copied();
     for trend in [Trend::None, Trend::Additive, Trend::Damped] {
         let spec = EtsSpec {
             trend,
@@ -178,7 +271,8 @@ pub fn build(train: &[f64], seasons: &[Season]) -> Vec<Box<dyn Candidate>> {
         out.push(Box::new(Ets(ets::fit(train, spec, MAX_EVALS))));
     }
     if !seasons.is_empty() {
-        let adjusted = Seasonals::of(train, seasons).adjust(train);
+        let cache = Arc::new(DecompositionCache::default());
+        let adjusted = cache.get(train, seasons).1.clone();
         for trend in [Trend::None, Trend::Damped] {
             let spec = EtsSpec {
                 trend,
@@ -188,18 +282,30 @@ pub fn build(train: &[f64], seasons: &[Season]) -> Vec<Box<dyn Candidate>> {
             if trend == Trend::None {
                 out.push(Box::new(Decomposed {
                     seasons: seasons.to_vec(),
+                    cache: cache.clone(),
                     fit: fit.clone(),
                     theta: true,
                 }));
             }
             out.push(Box::new(Decomposed {
                 seasons: seasons.to_vec(),
+                cache: cache.clone(),
                 fit,
                 theta: false,
             }));
         }
     }
     out
+}
+
+/// The median of `v` (0 for none).
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mid = v.len() / 2;
+    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    *m
 }
 
 /// Mean square of the lag-`lag` differences (0 when there are none).

@@ -28,20 +28,26 @@ impl Seasonals {
         sorted.sort_by(|a, b| a.period().total_cmp(&b.period()));
         let mut profiles: Vec<Vec<f64>> = sorted.iter().map(|s| vec![0.0; s.bins()]).collect();
         let longest = sorted.last().map_or(1, |s| s.bins());
+        // Phase bins once per season: the passes below read them many times.
+        let bins: Vec<Vec<u32>> = sorted
+            .iter()
+            .map(|s| (0..n).map(|t| s.bin(t) as u32).collect())
+            .collect();
         let mut rest = vec![0.0; n];
         for _ in 0..PASSES {
             for k in 0..sorted.len() {
                 // The series without the other seasons, then without its trend.
-                for (t, r) in rest.iter_mut().enumerate() {
-                    *r = y[t];
-                    for (j, (s, p)) in sorted.iter().zip(&profiles).enumerate() {
-                        if j != k {
-                            *r -= p[s.bin(t)];
+                rest.copy_from_slice(y);
+                for (j, (b, p)) in bins.iter().zip(&profiles).enumerate() {
+                    if j != k {
+                        for (r, bin) in rest.iter_mut().zip(b) {
+                            *r -= p[*bin as usize];
                         }
                     }
                 }
                 let trend = moving_average(&rest, longest);
-                profiles[k] = phase_means(&rest, &trend, sorted[k], full_windows(n, longest));
+                let over = full_windows(n, longest);
+                profiles[k] = phase_means(&rest, &trend, &bins[k], sorted[k].bins(), over);
             }
         }
         Seasonals {
@@ -96,13 +102,18 @@ fn moving_average(y: &[f64], w: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Mean of `y - trend` over steps `over` at each phase bin of `season`, centred on
-/// zero.
-fn phase_means(y: &[f64], trend: &[f64], season: Season, over: std::ops::Range<usize>) -> Vec<f64> {
-    let m = season.bins();
+/// Mean of `y - trend` over steps `over` at each of `m` phase bins (`bins[t]` is step
+/// t's), centred on zero.
+fn phase_means(
+    y: &[f64],
+    trend: &[f64],
+    bins: &[u32],
+    m: usize,
+    over: std::ops::Range<usize>,
+) -> Vec<f64> {
     let (mut sum, mut count) = (vec![0.0; m], vec![0usize; m]);
     for t in over {
-        let b = season.bin(t);
+        let b = bins[t] as usize;
         sum[b] += y[t] - trend[t];
         count[b] += 1;
     }

@@ -163,12 +163,32 @@ pub fn forecast(series: &Series, config: &ForecastConfig) -> Result<Forecast, Fo
 /// Most seasons modelled at once.
 pub const MAX_SEASONS: usize = 3;
 
-/// The seasons to model, dominant first: those whose data holds at least two cycles and
-/// a bit, as whole steps where they are within [`WHOLE_STEP_TOLERANCE`] of one, without
-/// repeats.
-fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> Vec<Season> {
+/// The clock's seasons, in seconds: a day and a week.
+pub const CALENDAR_SECONDS: [f64; 2] = [86_400.0, 604_800.0];
+
+/// A detected period within this fraction of a day or a week is that day or week: the
+/// detector refines to a fraction of a step (24.07 h on hourly data), and a season
+/// off the clock by 0.3% drifts a step every two weeks. With few cycles in the data
+/// the detector resolves a period only to about period / cycles, and the tolerance
+/// widens to a quarter of that ([`calendar_tolerance`]).
+pub const CALENDAR_TOLERANCE: f64 = 0.01;
+
+/// The fraction a detected period of `steps` may be off a calendar season in `n` points.
+fn calendar_tolerance(steps: f64, n: usize) -> f64 {
+    CALENDAR_TOLERANCE.max(0.25 * steps / n as f64)
+}
+
+/// Longest calendar season added without being detected, in steps (a week at 1 min).
+pub const MAX_CALENDAR_STEPS: f64 = 10_080.0;
+
+/// The seasons to model: the detected or given ones first (dominant first), then a day
+/// and a week where the data holds two of them, though undetected, as candidates for
+/// validation to accept or reject; each at least twice in the data, whole steps where
+/// within [`WHOLE_STEP_TOLERANCE`] of one (or within [`CALENDAR_TOLERANCE`] of the
+/// calendar), without repeats. Also returns how many lead the list as detected or given.
+fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> (Vec<Season>, usize) {
     let mut seconds: Vec<f64> = match choice {
-        PeriodChoice::None => return Vec::new(),
+        PeriodChoice::None => return (Vec::new(), 0),
         PeriodChoice::Seconds(s) => vec![s],
         PeriodChoice::Auto => detect_on_grid(y, step, &PeriodConfig::default())
             .periods()
@@ -177,20 +197,36 @@ fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> Vec<S
             .collect(),
     };
     seconds.extend(more.iter().copied().filter(|s| s.is_finite() && *s > 0.0));
-    let mut out: Vec<Season> = Vec::new();
-    for s in seconds {
+    for s in seconds.iter_mut() {
+        let tolerance = calendar_tolerance(*s / step, y.len());
+        if let Some(c) = CALENDAR_SECONDS
+            .iter()
+            .find(|c| (*s - *c).abs() <= tolerance * *c)
+        {
+            *s = *c;
+        }
+    }
+    let calendar = CALENDAR_SECONDS
+        .iter()
+        .copied()
+        .filter(|c| c / step <= MAX_CALENDAR_STEPS && (c / step).fract() == 0.0);
+    let given = seconds.len();
+    seconds.extend(calendar);
+    let (mut out, mut detected): (Vec<Season>, usize) = (Vec::new(), 0);
+    for (i, s) in seconds.into_iter().enumerate() {
         let period = whole_steps(s / step);
         if !fits(y.len(), period) || out.iter().any(|o| (o.period() - period).abs() < 0.5) {
             continue;
         }
         if let Some(season) = Season::new(period) {
             out.push(season);
+            detected += usize::from(i < given);
         }
         if out.len() == MAX_SEASONS {
             break;
         }
     }
-    out
+    (out, detected)
 }
 
 /// Steps within this of a whole number are a whole number of steps.
@@ -245,11 +281,12 @@ pub fn forecast_values(
             *v /= scale;
         }
     }
-    let seasons = seasons_of(&y, step, config.period, &config.more_periods);
+    let (seasons, detected) = seasons_of(&y, step, config.period, &config.more_periods);
     let h = config.horizon_steps;
+    let dominant = seasons[..detected].first().copied();
     let unit = match config.method {
-        Method::Validated => select::forecast_validated(&y, &seasons, h),
-        Method::Aicc => select::forecast_by_aicc(&y, seasons.first().copied(), h),
+        Method::Validated => select::forecast_validated(&y, &seasons, dominant, h),
+        Method::Aicc => select::forecast_by_aicc(&y, dominant, h),
     };
     let unit = Forecast {
         period_seconds: unit.period_seconds.map(|p| p * step),

@@ -19,28 +19,53 @@ const Z80: f64 = 1.281_551_565_544_600_5;
 const Z95: f64 = 1.959_963_984_540_054;
 
 /// The fitting window: the most recent [`FIT_POINTS`] steps, or three of the longest
-/// season if that is more.
-fn window<'a>(y: &'a [f64], seasons: &[Season]) -> &'a [f64] {
+/// season and the validation stretch (`validate` steps) if that is more.
+fn window<'a>(y: &'a [f64], seasons: &[Season], validate: usize) -> &'a [f64] {
     let longest = seasons.iter().map(|s| s.bins()).max().unwrap_or(0);
-    let w = FIT_POINTS.max(3 * longest).min(y.len());
+    let w = FIT_POINTS.max(3 * longest + validate).min(y.len());
     &y[y.len() - w..]
 }
 
-/// Forecasts `y` by the candidate (or mean of three) with the lowest validation error.
-pub fn forecast_validated(y: &[f64], seasons: &[Season], h: usize) -> Forecast {
-    let y = window(y, seasons);
-    let Some(origins) = Origins::plan(y.len(), h, MIN_TRAIN) else {
-        return forecast_by_aicc(y, seasons.first().copied(), h);
+/// Origins whose training data holds two cycles of every season kept, and the seasons
+/// kept: the longest are given up, one by one, when no origin leaves room for them.
+fn plan(n: usize, h: usize, seasons: &[Season]) -> Option<(Origins, Vec<Season>)> {
+    let mut kept: Vec<Season> = seasons.to_vec();
+    loop {
+        let longest = kept.iter().map(|s| s.period()).fold(0.0, f64::max);
+        let need = MIN_TRAIN.max((2.0 * longest).ceil() as usize + 2);
+        if let Some(o) = Origins::plan(n, h, need) {
+            return Some((o, kept));
+        }
+        if kept.is_empty() {
+            return None;
+        }
+        let at = kept
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.period().total_cmp(&b.1.period()))
+            .map(|(i, _)| i)
+            .expect("a season");
+        kept.remove(at);
+    }
+}
+
+/// Forecasts `y` by the candidate (or mean of three) with the lowest validation error;
+/// `dominant` (detected or given) is ETS's season, `seasons` all the candidate seasons.
+pub fn forecast_validated(
+    y: &[f64],
+    seasons: &[Season],
+    dominant: Option<Season>,
+    h: usize,
+) -> Forecast {
+    let y = window(y, seasons, validation::ORIGINS * h);
+    let Some((origins, seasons)) = plan(y.len(), h, seasons) else {
+        return forecast_by_aicc(y, dominant, h);
     };
     let train = &y[..origins.at[0]];
-    let seasons: Vec<Season> = seasons
-        .iter()
-        .copied()
-        .filter(|s| fits(train.len(), s.period()))
-        .collect();
     let bounds = Bounds::of(y);
     let post = |p: &mut Path| p.point.iter_mut().for_each(|v| *v = bounds.clamp(*v));
-    let all = candidates::build(train, &seasons);
+    let dominant = dominant.filter(|s| fits(train.len(), s.period()));
+    let all = candidates::build(train, &seasons, dominant, origins.steps);
     let choice = validation::choose(y, &all, &origins, &post);
     let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
     let paths: Vec<Path> = members
@@ -91,7 +116,7 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], h: usize) -> Forecast {
 /// Forecasts `y` by the lowest-AICc model: ETS with `season` (trend none, additive,
 /// damped) or the least-squares line; analytic normal intervals.
 pub fn forecast_by_aicc(y: &[f64], season: Option<Season>, h: usize) -> Forecast {
-    let y_fit = window(y, season.as_slice());
+    let y_fit = window(y, season.as_slice(), 0);
     let line = LinearFit::fit(y_fit);
     let mut best: (f64, String, Option<Season>, Vec<f64>, Vec<f64>) = {
         let (p, v) = line.forecast(h);

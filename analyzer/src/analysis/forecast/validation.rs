@@ -3,7 +3,7 @@
 //!
 //! Origins are `ORIGINS` consecutive blocks of `hv` steps at the end of the data
 //! (hv = the horizon, at most a quarter of the data). The error is the mean absolute
-//! error over all origins and steps; ties go to the earlier (simpler) candidate, so a
+//! error over all origins and steps, the most recent origins weighted most; ties go to the earlier (simpler) candidate, so a
 //! model is never chosen over seasonal-naive unless it did strictly better. The mean
 //! of the three best is a candidate too (forecast combination), chosen only when it
 //! beats the best single model. The chosen model's standardised validation errors
@@ -12,7 +12,7 @@
 use super::candidates::{Candidate, Path};
 
 /// Validation origins.
-pub const ORIGINS: usize = 3;
+pub const ORIGINS: usize = 5;
 /// Models averaged by the combination.
 pub const COMBINED: usize = 3;
 /// Fewest standardised errors for an empirical interval width; with fewer, the
@@ -122,22 +122,23 @@ pub fn average<'a>(sets: impl Iterator<Item = &'a [Path]>) -> Vec<Path> {
         .collect()
 }
 
+/// Mean absolute error, origin `k` (oldest 0) weighted `2^k`: the most recent
+/// stretch says most about the next (a job that just went idle), about half the whole.
 fn mae(y: &[f64], origins: &[usize], paths: &[Path]) -> f64 {
-    let (mut sum, mut count) = (0.0, 0usize);
-    for (&o, p) in origins.iter().zip(paths) {
+    let (mut sum, mut weights) = (0.0, 0.0);
+    for (k, (&o, p)) in origins.iter().zip(paths).enumerate() {
+        let w = (1u64 << k.min(30)) as f64;
         for (j, f) in p.point.iter().enumerate() {
             if let Some(v) = y.get(o + j) {
-                sum += (v - f).abs();
-                count += 1;
+                sum += w * (v - f).abs();
+                weights += w;
             }
         }
     }
-    if count == 0 {
-        f64::INFINITY
-    } else if sum.is_nan() {
+    if weights == 0.0 || sum.is_nan() {
         f64::INFINITY
     } else {
-        sum / count as f64
+        sum / weights
     }
 }
 
