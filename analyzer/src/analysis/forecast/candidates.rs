@@ -131,8 +131,8 @@ impl Candidate for SeasonalMedian {
                     .map(|t| y[t as usize])
                     .collect();
                 let v = median(same.clone());
-                errors += same.iter().map(|s| (s - v).powi(2)).sum::<f64>()
-                    / same.len().max(1) as f64;
+                errors +=
+                    same.iter().map(|s| (s - v).powi(2)).sum::<f64>() / same.len().max(1) as f64;
                 v
             })
             .collect();
@@ -168,7 +168,8 @@ impl Candidate for Ets {
         self.0.spec.season.map(|s| s.period())
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
-        let (point, var) = self.0.rerun(y).forecast(h);
+        let bins = self.0.spec.season.map_or(0, |s| s.bins());
+        let (point, var) = self.0.rerun(recent(y, 3 * bins)).forecast(h);
         Path { point, var }
     }
 }
@@ -221,7 +222,7 @@ impl Candidate for Decomposed {
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let decomposition = self.cache.get(y, &self.seasons);
         let (seasonals, adjusted) = (&decomposition.0, &decomposition.1);
-        let fit = self.fit.rerun(adjusted);
+        let fit = self.fit.rerun(recent(adjusted, 0));
         let (mut point, var) = fit.forecast(h);
         if self.theta {
             // Theta(2) as simple smoothing with drift: half the slope of the line,
@@ -296,6 +297,13 @@ pub fn build(
         }
     }
     out
+}
+
+/// The last [`ets::OPTIMISE_POINTS`] values of `y`, or `at_least` if more: a model
+/// with fixed parameters forgets older data, so its states are run over this much only.
+fn recent(y: &[f64], at_least: usize) -> &[f64] {
+    let keep = ets::OPTIMISE_POINTS.max(at_least).min(y.len());
+    &y[y.len() - keep..]
 }
 
 /// The median of `v` (0 for none).

@@ -46,6 +46,24 @@ impl Season {
         self.period.round() as usize
     }
 
+    /// The states used at steps 0..n of the window: a counter for a whole number of
+    /// steps (no division per step), [`Season::bin`] otherwise.
+    pub fn bins_of(&self, n: usize) -> Vec<u32> {
+        let m = self.bins();
+        if self.period.fract() == 0.0 {
+            let mut b = 0u32;
+            (0..n)
+                .map(|_| {
+                    let this = b;
+                    b = if b as usize + 1 == m { 0 } else { b + 1 };
+                    this
+                })
+                .collect()
+        } else {
+            (0..n).map(|t| self.bin(t) as u32).collect()
+        }
+    }
+
     /// The state used at step `t` of the window.
     pub fn bin(&self, t: usize) -> usize {
         let bins = self.bins();
@@ -187,8 +205,8 @@ impl Decomposition {
             Some(season) => {
                 let m = season.bins();
                 let (mut sum, mut count) = (vec![0.0; m], vec![0usize; m]);
-                for (i, v) in y.iter().enumerate() {
-                    let b = season.bin(i);
+                for (i, (v, b)) in y.iter().zip(season.bins_of(y.len())).enumerate() {
+                    let b = b as usize;
                     sum[b] += v - intercept - slope * i as f64;
                     count[b] += 1;
                 }

@@ -285,7 +285,7 @@ pub fn forecast_values(
     let h = config.horizon_steps;
     let dominant = seasons[..detected].first().copied();
     let unit = match config.method {
-        Method::Validated => select::forecast_validated(&y, &seasons, dominant, h),
+        Method::Validated => select::forecast_validated(&y, &seasons, detected, h),
         Method::Aicc => select::forecast_by_aicc(&y, dominant, h),
     };
     let unit = Forecast {
