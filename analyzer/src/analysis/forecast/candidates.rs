@@ -177,11 +177,14 @@ impl Candidate for Ets {
 /// Decompositions by prefix length, shared by the candidates that decompose the same
 /// way, so that each origin is decomposed once.
 #[derive(Default)]
-pub struct DecompositionCache(Mutex<Vec<(usize, Arc<(Seasonals, Vec<f64>)>)>>);
+pub struct DecompositionCache(Mutex<Vec<(usize, Arc<Split>)>>);
+
+/// A decomposition and the series adjusted by it.
+type Split = (Seasonals, Vec<f64>);
 
 impl DecompositionCache {
     /// The seasonals of `y` and `y` adjusted by them.
-    fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<(Seasonals, Vec<f64>)> {
+    fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
         let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((_, d)) = cache.iter().find(|(n, _)| *n == y.len()) {
             return d.clone();
@@ -245,7 +248,7 @@ impl Candidate for Decomposed {
 /// `train`): naive, seasonal-naive and the seasonal median per season, the median of
 /// the last `recent` values, the line, ETS with the `dominant` season
 /// (or none) and trend none / additive / damped, and with any season the decomposition
-/// by all of them with ETS(A,N,N), ETS(A,Ad,N) and Theta.
+/// by all of them with ETS(A,N,N) or Theta.
 pub fn build(
     train: &[f64],
     seasons: &[Season],
@@ -274,25 +277,19 @@ pub fn build(
     if !seasons.is_empty() {
         let cache = Arc::new(DecompositionCache::default());
         let adjusted = cache.get(train, seasons).1.clone();
-        for trend in [Trend::None, Trend::Damped] {
-            let spec = EtsSpec {
-                trend,
-                season: None,
-            };
-            let fit = ets::fit(&adjusted, spec, MAX_EVALS);
-            if trend == Trend::None {
-                out.push(Box::new(Decomposed {
-                    seasons: seasons.to_vec(),
-                    cache: cache.clone(),
-                    fit: fit.clone(),
-                    theta: true,
-                }));
-            }
+        // ETS(A,N,N) on the adjusted series, and Theta from the same fit; a damped
+        // trend there was rarely chosen and costs another optimisation.
+        let spec = EtsSpec {
+            trend: Trend::None,
+            season: None,
+        };
+        let fit = ets::fit(&adjusted, spec, MAX_EVALS);
+        for theta in [false, true] {
             out.push(Box::new(Decomposed {
                 seasons: seasons.to_vec(),
                 cache: cache.clone(),
-                fit,
-                theta: false,
+                fit: fit.clone(),
+                theta,
             }));
         }
     }
