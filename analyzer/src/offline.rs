@@ -342,7 +342,9 @@ mod tests {
         assert_eq!(lower.len(), 37);
         assert_eq!(upper.len(), 37);
         assert!((0..37).all(|i| lower[i] < point[i] && point[i] < upper[i]));
-        assert!(v["model"].as_str().unwrap().starts_with("ets("), "{v}");
+        // the model chosen by validation: a seasonal one on a clean daily wave
+        let model = v["model"].as_str().unwrap();
+        assert!(model.contains("24"), "{v}");
         let period = v["period_seconds"].as_f64().unwrap();
         assert!((period - 1440.0).abs() < 1440.0 * 0.01, "{v}");
     }
