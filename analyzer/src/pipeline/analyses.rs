@@ -36,6 +36,9 @@ impl Analyze for Analyses {
             horizon_steps: ((longest.as_secs_f64() / step).ceil() as usize).max(1),
             step_seconds: Some(step),
             period: season,
+            // every detected period: the forecast models a day and a week together
+            more_periods: periods.iter().map(|p| p.period_seconds).collect(),
+            ..ForecastConfig::default()
         };
         let mut analysis = Analysis {
             periods: periods.clone(),

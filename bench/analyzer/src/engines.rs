@@ -3,7 +3,7 @@
 use augurs_core::{Fit, Predict};
 use augurs_ets::AutoETS;
 use augurs_seasons::{Detector as _, PeriodogramDetector};
-use poolprof_analyzer::analysis::forecast::{forecast, ForecastConfig, PeriodChoice};
+use poolprof_analyzer::analysis::forecast::{forecast, ForecastConfig, Method, PeriodChoice};
 use poolprof_analyzer::analysis::periodicity::{detect_periods, PeriodConfig};
 use poolprof_analyzer::series::Series;
 
@@ -59,6 +59,14 @@ pub fn ours(values: &[f64], step: f64, horizon: usize) -> Answer {
         horizon_steps: horizon,
         step_seconds: Some(step),
         period,
+        // every detected period, as the pipeline hands them over
+        more_periods: periods.iter().map(|p| p * step).collect(),
+        // BENCH_METHOD=aicc: the earlier single-model method, for before/after timings
+        method: if std::env::var("BENCH_METHOD").as_deref() == Ok("aicc") {
+            Method::Aicc
+        } else {
+            Method::Validated
+        },
     };
     let f = forecast(&series, &config).expect("forecast");
     Answer {

@@ -15,6 +15,8 @@ mod synthetic;
 mod accuracy;
 mod detection;
 mod engines;
+mod evalset;
+mod fcast_eval;
 mod impulsive;
 mod inputs;
 mod profile;
@@ -52,8 +54,28 @@ fn main() {
             let path = args.get(1).expect("dump FILE");
             inputs::dump(path, flag(&args, "--series", 200));
         }
+        Some("forecast-eval") => {
+            let peer = args
+                .iter()
+                .position(|a| a == "--peer")
+                .and_then(|i| args.get(i + 1));
+            fcast_eval::run(
+                flag(&args, "--seed", 1) as u64,
+                flag(&args, "--per-class", 50),
+                peer.map(String::as_str),
+                flag(&args, "--threads", 2),
+            );
+        }
+        Some("forecast-dump") => {
+            let path = args.get(1).expect("forecast-dump FILE");
+            fcast_eval::dump(
+                path,
+                flag(&args, "--seed", 1) as u64,
+                flag(&args, "--per-class", 50),
+            );
+        }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N]");
             std::process::exit(2);
         }
     }

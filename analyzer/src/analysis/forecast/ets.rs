@@ -46,8 +46,26 @@ impl Season {
         self.period.round() as usize
     }
 
+    /// The states used at steps 0..n of the window: a counter for a whole number of
+    /// steps (no division per step), [`Season::bin`] otherwise.
+    pub fn bins_of(&self, n: usize) -> Vec<u32> {
+        let m = self.bins();
+        if self.period.fract() == 0.0 {
+            let mut b = 0u32;
+            (0..n)
+                .map(|_| {
+                    let this = b;
+                    b = if b as usize + 1 == m { 0 } else { b + 1 };
+                    this
+                })
+                .collect()
+        } else {
+            (0..n).map(|t| self.bin(t) as u32).collect()
+        }
+    }
+
     /// The state used at step `t` of the window.
-    fn bin(&self, t: usize) -> usize {
+    pub fn bin(&self, t: usize) -> usize {
         let bins = self.bins();
         let x = (t as f64 / self.period).fract() * bins as f64;
         ((x + 1e-9) as usize).min(bins - 1)
@@ -187,8 +205,8 @@ impl Decomposition {
             Some(season) => {
                 let m = season.bins();
                 let (mut sum, mut count) = (vec![0.0; m], vec![0usize; m]);
-                for (i, v) in y.iter().enumerate() {
-                    let b = season.bin(i);
+                for (i, (v, b)) in y.iter().zip(season.bins_of(y.len())).enumerate() {
+                    let b = b as usize;
                     sum[b] += v - intercept - slope * i as f64;
                     count[b] += 1;
                 }
@@ -330,6 +348,29 @@ pub fn fit(y: &[f64], spec: EtsSpec, max_evals: usize) -> EtsFit {
 }
 
 impl EtsFit {
+    /// The same model with the same smoothing parameters, run over `y` instead (new
+    /// initial states from `y`'s decomposition): forecasting from another origin
+    /// without optimising again.
+    pub fn rerun(&self, y: &[f64]) -> EtsFit {
+        let decomposition = Decomposition::of(y, self.spec.season);
+        let mut end = decomposition.state_before(0, self.spec.trend);
+        let sse = filter(y, 0, &self.params, self.spec.season, &mut end);
+        EtsFit {
+            spec: self.spec,
+            params: self.params,
+            end,
+            next_step: y.len(),
+            sse,
+            n: y.len(),
+            aicc: aicc(sse, y.len(), self.spec.parameter_count()),
+        }
+    }
+
+    /// The level smoothing parameter α.
+    pub fn alpha(&self) -> f64 {
+        self.params.alpha
+    }
+
     /// Point forecasts and prediction variances for steps 1..=h after the data.
     pub fn forecast(&self, h: usize) -> (Vec<f64>, Vec<f64>) {
         let p = &self.params;

@@ -1,0 +1,356 @@
+//! The models a forecast is chosen from, behind one trait.
+//!
+//! A candidate's parameters are estimated once, on the data before the validation
+//! origins ([`build`]); [`Candidate::forecast`] then runs the model with those
+//! parameters over any prefix and forecasts from its end, so validating at several
+//! origins costs a pass over the data each, not an optimisation each. Adding a model
+//! is one `impl` and one line in [`build`].
+
+use std::sync::{Arc, Mutex};
+
+use super::decompose::Seasonals;
+use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
+use super::linear::{least_squares_line, LinearFit};
+
+/// Evaluations the optimiser may spend per ETS model.
+const MAX_EVALS: usize = 40;
+
+/// A forecast path: point forecasts and prediction variances, step 1 first.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Path {
+    /// Point forecasts.
+    pub point: Vec<f64>,
+    /// Prediction variances (analytic; calibrated later on validation errors).
+    pub var: Vec<f64>,
+}
+
+/// A forecasting model with its parameters fixed.
+pub trait Candidate: Send + Sync {
+    /// The model's name, e.g. `snaive(24)` or `ets(A,Ad,A)`.
+    fn name(&self) -> String;
+    /// The season reported with the forecast, in steps.
+    fn period(&self) -> Option<f64> {
+        None
+    }
+    /// Forecasts `h` steps after `y`.
+    fn forecast(&self, y: &[f64], h: usize) -> Path;
+    /// Forecasts `h` steps from each origin (a prefix length of `y`).
+    fn backtest(&self, y: &[f64], origins: &[usize], h: usize) -> Vec<Path> {
+        origins.iter().map(|&o| self.forecast(&y[..o], h)).collect()
+    }
+}
+
+/// The last value, held; a random walk's variance.
+pub struct Naive;
+
+impl Candidate for Naive {
+    fn name(&self) -> String {
+        "naive".into()
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let last = y.last().copied().unwrap_or(0.0);
+        let s2 = mean_square_diff(y, 1);
+        Path {
+            point: vec![last; h],
+            var: (1..=h).map(|j| s2 * j as f64).collect(),
+        }
+    }
+}
+
+/// The value one season earlier (`k` seasons earlier beyond the first).
+pub struct SeasonalNaive(pub Season);
+
+impl Candidate for SeasonalNaive {
+    fn name(&self) -> String {
+        format!("snaive({})", trim(self.0.period()))
+    }
+    fn period(&self) -> Option<f64> {
+        Some(self.0.period())
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let n = y.len();
+        let m = self.0.period();
+        let lag = m.round().max(1.0) as usize;
+        let s2 = mean_square_diff(y, lag);
+        let (point, var) = (1..=h)
+            .map(|j| {
+                let cycles = (j as f64 / m).ceil();
+                let at = (n as f64 + j as f64 - 1.0 - cycles * m).round();
+                let at = (at.max(0.0) as usize).min(n - 1);
+                (y[at], s2 * cycles)
+            })
+            .unzip();
+        Path { point, var }
+    }
+}
+
+/// The median of the last `k` values, held: the level a bursty or pinned series
+/// returns to, robust to the last burst.
+pub struct RecentMedian(pub usize);
+
+impl Candidate for RecentMedian {
+    fn name(&self) -> String {
+        format!("median({})", self.0)
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let k = self.0.clamp(1, y.len());
+        let last = &y[y.len() - k..];
+        let level = median(last.to_vec());
+        let s2 = last.iter().map(|v| (v - level).powi(2)).sum::<f64>() / k as f64;
+        Path {
+            point: vec![level; h],
+            var: vec![s2; h],
+        }
+    }
+}
+
+/// Cycles a seasonal median looks back over.
+pub const MEDIAN_CYCLES: usize = 5;
+
+/// At each phase, the median of the same phase over the last [`MEDIAN_CYCLES`] cycles:
+/// seasonal-naive without the noise of a single cycle.
+pub struct SeasonalMedian(pub Season);
+
+impl Candidate for SeasonalMedian {
+    fn name(&self) -> String {
+        format!("smedian({})", trim(self.0.period()))
+    }
+    fn period(&self) -> Option<f64> {
+        Some(self.0.period())
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let n = y.len() as f64;
+        let m = self.0.period();
+        let mut errors = 0.0;
+        let point: Vec<f64> = (1..=h)
+            .map(|j| {
+                let base = n + j as f64 - 1.0 - (j as f64 / m).ceil() * m;
+                let same: Vec<f64> = (0..MEDIAN_CYCLES)
+                    .map(|c| (base - c as f64 * m).round())
+                    .take_while(|t| *t >= 0.0)
+                    .map(|t| y[t as usize])
+                    .collect();
+                let v = median(same.clone());
+                errors +=
+                    same.iter().map(|s| (s - v).powi(2)).sum::<f64>() / same.len().max(1) as f64;
+                v
+            })
+            .collect();
+        let s2 = errors / h.max(1) as f64;
+        Path {
+            var: vec![s2; h],
+            point,
+        }
+    }
+}
+
+/// The least-squares line over the window.
+pub struct Line;
+
+impl Candidate for Line {
+    fn name(&self) -> String {
+        "linear".into()
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let (point, var) = LinearFit::fit(y).forecast(h);
+        Path { point, var }
+    }
+}
+
+/// Exponential smoothing with one season (or none); parameters from the training data.
+pub struct Ets(pub EtsFit);
+
+impl Candidate for Ets {
+    fn name(&self) -> String {
+        self.0.spec.name()
+    }
+    fn period(&self) -> Option<f64> {
+        self.0.spec.season.map(|s| s.period())
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let bins = self.0.spec.season.map_or(0, |s| s.bins());
+        let (point, var) = self.0.rerun(recent(y, 3 * bins)).forecast(h);
+        Path { point, var }
+    }
+}
+
+/// Decompositions by prefix length, shared by the candidates that decompose the same
+/// way, so that each origin is decomposed once.
+#[derive(Default)]
+pub struct DecompositionCache(Mutex<Vec<(usize, Arc<Split>)>>);
+
+/// A decomposition and the series adjusted by it.
+type Split = (Seasonals, Vec<f64>);
+
+impl DecompositionCache {
+    /// The seasonals of `y` and `y` adjusted by them.
+    fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, d)) = cache.iter().find(|(n, _)| *n == y.len()) {
+            return d.clone();
+        }
+        let seasonals = Seasonals::of(y, seasons);
+        let adjusted = seasonals.adjust(y);
+        let d = Arc::new((seasonals, adjusted));
+        cache.push((y.len(), d.clone()));
+        d
+    }
+}
+
+/// Every season removed by [`Seasonals`], then non-seasonal ETS or Theta on the rest.
+pub struct Decomposed {
+    /// The seasons, dominant first.
+    pub seasons: Vec<Season>,
+    /// Decompositions shared with the other decomposed candidates.
+    pub cache: Arc<DecompositionCache>,
+    /// ETS without season, fitted to the seasonally adjusted training data.
+    pub fit: EtsFit,
+    /// Theta: simple smoothing plus half the line's slope, instead of the ETS trend.
+    pub theta: bool,
+}
+
+impl Candidate for Decomposed {
+    fn name(&self) -> String {
+        let periods: Vec<String> = self.seasons.iter().map(|s| trim(s.period())).collect();
+        let rest = if self.theta {
+            "theta".to_string()
+        } else {
+            self.fit.spec.name()
+        };
+        format!("mstl({})+{rest}", periods.join(","))
+    }
+    fn period(&self) -> Option<f64> {
+        self.seasons.first().map(|s| s.period())
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let decomposition = self.cache.get(y, &self.seasons);
+        let (seasonals, adjusted) = (&decomposition.0, &decomposition.1);
+        let fit = self.fit.rerun(recent(adjusted, 0));
+        let (mut point, var) = fit.forecast(h);
+        if self.theta {
+            // Theta(2) as simple smoothing with drift: half the slope of the line,
+            // phased in as the level forgets its start.
+            let (_, slope) = least_squares_line(adjusted);
+            let a = fit.alpha();
+            let fade = (1.0 - a).powi(adjusted.len().min(i32::MAX as usize) as i32) / a;
+            for (j, p) in point.iter_mut().enumerate() {
+                *p += 0.5 * slope * (j as f64 + 1.0 / a - fade);
+            }
+        }
+        for (p, s) in point.iter_mut().zip(seasonals.extend(h)) {
+            *p += s;
+        }
+        Path { point, var }
+    }
+}
+
+/// The candidates for `train` (scaled to ±1) with `seasons` (each fits twice in
+/// `train`): naive, seasonal-naive and the seasonal median per season, the median of
+/// the last `recent` values, the line, ETS with the `dominant` season
+/// (or none) and trend none / additive / damped, and with any season the decomposition
+/// by all of them with ETS(A,N,N) or Theta.
+pub fn build(
+    train: &[f64],
+    seasons: &[Season],
+    dominant: Option<Season>,
+    recent: usize,
+) -> Vec<Box<dyn Candidate>> {
+    let mut out: Vec<Box<dyn Candidate>> = vec![Box::new(Naive)];
+    for s in seasons {
+        out.push(Box::new(SeasonalNaive(*s)));
+    }
+    for s in seasons {
+        out.push(Box::new(SeasonalMedian(*s)));
+    }
+    out.push(Box::new(RecentMedian(recent)));
+    if train.len() < 10 {
+        return out;
+    }
+    out.push(Box::new(Line));
+    for trend in [Trend::None, Trend::Additive, Trend::Damped] {
+        let spec = EtsSpec {
+            trend,
+            season: dominant,
+        };
+        out.push(Box::new(Ets(ets::fit(train, spec, MAX_EVALS))));
+    }
+    if !seasons.is_empty() {
+        let cache = Arc::new(DecompositionCache::default());
+        let adjusted = cache.get(train, seasons).1.clone();
+        // ETS(A,N,N) on the adjusted series, and Theta from the same fit; a damped
+        // trend there was rarely chosen and costs another optimisation.
+        let spec = EtsSpec {
+            trend: Trend::None,
+            season: None,
+        };
+        let fit = ets::fit(&adjusted, spec, MAX_EVALS);
+        for theta in [false, true] {
+            out.push(Box::new(Decomposed {
+                seasons: seasons.to_vec(),
+                cache: cache.clone(),
+                fit: fit.clone(),
+                theta,
+            }));
+        }
+    }
+    out
+}
+
+/// The last [`ets::OPTIMISE_POINTS`] values of `y`, or `at_least` if more: a model
+/// with fixed parameters forgets older data, so its states are run over this much only.
+fn recent(y: &[f64], at_least: usize) -> &[f64] {
+    let keep = ets::OPTIMISE_POINTS.max(at_least).min(y.len());
+    &y[y.len() - keep..]
+}
+
+/// The median of `v` (0 for none).
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return 0.0;
+    }
+    let mid = v.len() / 2;
+    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    *m
+}
+
+/// Mean square of the lag-`lag` differences (0 when there are none).
+fn mean_square_diff(y: &[f64], lag: usize) -> f64 {
+    if y.len() <= lag {
+        return 0.0;
+    }
+    let n = y.len() - lag;
+    y.windows(lag + 1)
+        .map(|w| (w[lag] - w[0]).powi(2))
+        .sum::<f64>()
+        / n as f64
+}
+
+/// A period for a model name: whole numbers without decimals.
+fn trim(p: f64) -> String {
+    if p.fract() == 0.0 {
+        format!("{p:.0}")
+    } else {
+        format!("{p:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seasonal_naive_repeats_the_last_season() {
+        let y: Vec<f64> = (0..50).map(|i| (i % 10) as f64).collect();
+        let p = SeasonalNaive(Season::new(10.0).unwrap()).forecast(&y, 25);
+        let expected: Vec<f64> = (50..75).map(|i| (i % 10) as f64).collect();
+        assert_eq!(p.point, expected);
+        assert_eq!(p.var[0], 0.0);
+    }
+
+    #[test]
+    fn naive_holds_the_last_value_with_growing_variance() {
+        let p = Naive.forecast(&[1.0, 2.0, 1.0, 2.0], 3);
+        assert_eq!(p.point, vec![2.0; 3]);
+        assert_eq!(p.var, vec![1.0, 2.0, 3.0]);
+    }
+}

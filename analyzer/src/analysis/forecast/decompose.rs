@@ -1,0 +1,150 @@
+//! Several seasons at once (a day and a week; iteration bursts and a day), removed by
+//! an MSTL-style decomposition, so that a non-seasonal model can follow the rest.
+//!
+//! Each season's profile is the mean, at each of its phases, of the series less a
+//! moving-average trend and the other seasons' profiles; two passes over the seasons,
+//! shortest first, let the profiles settle (a weekly profile first absorbs the daily
+//! one, and gives it back on the second pass). The trend is a centred moving average
+//! over the longest season, computed from prefix sums: O(n) per pass, far cheaper than
+//! LOESS, and it follows level shifts within one cycle.
+
+use super::ets::Season;
+
+/// Passes over the seasons.
+const PASSES: usize = 2;
+
+/// Additive seasonal profiles of a window of data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Seasonals {
+    seasons: Vec<(Season, Vec<f64>)>,
+    len: usize,
+}
+
+impl Seasonals {
+    /// Decomposes `y` with `seasons` (each must fit twice in `y`).
+    pub fn of(y: &[f64], seasons: &[Season]) -> Seasonals {
+        let n = y.len();
+        let mut sorted = seasons.to_vec();
+        sorted.sort_by(|a, b| a.period().total_cmp(&b.period()));
+        let mut profiles: Vec<Vec<f64>> = sorted.iter().map(|s| vec![0.0; s.bins()]).collect();
+        let longest = sorted.last().map_or(1, |s| s.bins());
+        // Phase bins once per season: the passes below read them many times.
+        let bins: Vec<Vec<u32>> = sorted.iter().map(|s| s.bins_of(n)).collect();
+        let mut rest = vec![0.0; n];
+        // One season has nothing to settle against: one pass.
+        let passes = if sorted.len() > 1 { PASSES } else { 1 };
+        for _ in 0..passes {
+            for k in 0..sorted.len() {
+                // The series without the other seasons, then without its trend.
+                rest.copy_from_slice(y);
+                for (j, (b, p)) in bins.iter().zip(&profiles).enumerate() {
+                    if j != k {
+                        for (r, bin) in rest.iter_mut().zip(b) {
+                            *r -= p[*bin as usize];
+                        }
+                    }
+                }
+                let trend = moving_average(&rest, longest);
+                let over = full_windows(n, longest);
+                profiles[k] = phase_means(&rest, &trend, &bins[k], sorted[k].bins(), over);
+            }
+        }
+        Seasonals {
+            seasons: sorted.into_iter().zip(profiles).collect(),
+            len: n,
+        }
+    }
+
+    /// The seasonal sum at step `t` of the window (t ≥ len extrapolates).
+    pub fn at(&self, t: usize) -> f64 {
+        self.seasons.iter().map(|(s, p)| p[s.bin(t)]).sum()
+    }
+
+    /// `y` without its seasons.
+    pub fn adjust(&self, y: &[f64]) -> Vec<f64> {
+        y.iter().enumerate().map(|(t, v)| v - self.at(t)).collect()
+    }
+
+    /// The seasonal sums for the `h` steps after the window.
+    pub fn extend(&self, h: usize) -> Vec<f64> {
+        (self.len..self.len + h).map(|t| self.at(t)).collect()
+    }
+}
+
+/// The steps whose centred window of width `w` lies inside `0..n`: near the ends the
+/// average covers part of a cycle and carries the season into the trend. All steps
+/// when fewer remain.
+fn full_windows(n: usize, w: usize) -> std::ops::Range<usize> {
+    let (lo, hi) = (w / 2, n.saturating_sub(w - w / 2));
+    if hi > lo + w {
+        lo..hi
+    } else {
+        0..n
+    }
+}
+
+/// Centred moving average of width `w` (shrinking at the ends).
+fn moving_average(y: &[f64], w: usize) -> Vec<f64> {
+    let n = y.len();
+    let mut prefix = Vec::with_capacity(n + 1);
+    prefix.push(0.0);
+    for v in y {
+        prefix.push(prefix.last().copied().unwrap_or(0.0) + v);
+    }
+    let half = w / 2;
+    (0..n)
+        .map(|t| {
+            let lo = t.saturating_sub(half);
+            let hi = (t + w - half).min(n);
+            (prefix[hi] - prefix[lo]) / (hi - lo) as f64
+        })
+        .collect()
+}
+
+/// Mean of `y - trend` over steps `over` at each of `m` phase bins (`bins[t]` is step
+/// t's), centred on zero.
+fn phase_means(
+    y: &[f64],
+    trend: &[f64],
+    bins: &[u32],
+    m: usize,
+    over: std::ops::Range<usize>,
+) -> Vec<f64> {
+    let (mut sum, mut count) = (vec![0.0; m], vec![0usize; m]);
+    for t in over {
+        let b = bins[t] as usize;
+        sum[b] += y[t] - trend[t];
+        count[b] += 1;
+    }
+    let mut p: Vec<f64> = sum
+        .iter()
+        .zip(&count)
+        .map(|(s, c)| s / (*c).max(1) as f64)
+        .collect();
+    let mean = p.iter().sum::<f64>() / m as f64;
+    p.iter_mut().for_each(|v| *v -= mean);
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_day_and_a_week_are_separated() {
+        // hourly: a daily wave and a weekend dip, three weeks
+        let day = |t: usize| (2.0 * std::f64::consts::PI * t as f64 / 24.0).sin();
+        let week = |t: usize| if (t / 24) % 7 >= 5 { -1.0 } else { 0.4 };
+        let y: Vec<f64> = (0..24 * 21).map(|t| 10.0 + day(t) + week(t)).collect();
+        let s = Seasonals::of(
+            &y,
+            &[Season::new(168.0).unwrap(), Season::new(24.0).unwrap()],
+        );
+        let next = s.extend(168);
+        for (j, v) in next.iter().enumerate() {
+            let t = y.len() + j;
+            let truth = day(t) + week(t) - (5.0 * 0.4 - 2.0) / 7.0;
+            assert!((v - truth).abs() < 0.1, "step {j}: {v} against {truth}");
+        }
+    }
+}

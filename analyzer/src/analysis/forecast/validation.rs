@@ -1,0 +1,209 @@
+//! Rolling-origin validation: every candidate forecasts the most recent stretches of
+//! the series from the data before them, and the one with the lowest error is used.
+//!
+//! Origins are `ORIGINS` consecutive blocks of `hv` steps at the end of the data
+//! (hv = the horizon, at most a quarter of the data). The error is the mean absolute
+//! error over all origins and steps, the most recent origins weighted most; ties go to the earlier (simpler) candidate, so a
+//! model is never chosen over seasonal-naive unless it did strictly better. The mean
+//! of the three best is a candidate too (forecast combination), chosen only when it
+//! beats the best single model. The chosen model's standardised validation errors
+//! calibrate its prediction intervals.
+
+use super::candidates::{Candidate, Path};
+
+/// Validation origins.
+pub const ORIGINS: usize = 4;
+/// Models averaged by the combination.
+pub const COMBINED: usize = 3;
+/// Fewest standardised errors for an empirical interval width; with fewer, the
+/// analytic width is only ever widened.
+pub const MIN_CALIBRATION: usize = 30;
+
+/// Where to validate: prefix lengths (oldest first) and the steps forecast from each.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Origins {
+    /// Prefix lengths of the series.
+    pub at: Vec<usize>,
+    /// Steps forecast from each origin.
+    pub steps: usize,
+}
+
+impl Origins {
+    /// Origins for a series of `n` points and a horizon of `h`, each leaving at least
+    /// `min_train` points before it; `None` when not even one fits.
+    pub fn plan(n: usize, h: usize, min_train: usize) -> Option<Origins> {
+        let steps = h.min(n / 4).max(1);
+        let at: Vec<usize> = (1..=ORIGINS)
+            .rev()
+            .filter_map(|k| n.checked_sub(k * steps))
+            .filter(|&o| o >= min_train)
+            .collect();
+        (!at.is_empty()).then_some(Origins { at, steps })
+    }
+}
+
+/// One candidate's validation forecasts.
+struct Scored {
+    paths: Vec<Path>,
+    mae: f64,
+}
+
+/// The chosen forecaster and the errors it made in validation.
+pub struct Choice {
+    /// Indices of the candidates averaged (one for a single model).
+    pub members: Vec<usize>,
+    /// Validation MAE of the choice, and of every candidate.
+    pub mae: f64,
+    /// Validation MAE of each candidate, in candidate order.
+    pub candidate_mae: Vec<f64>,
+    /// Validation errors divided by the predicted standard deviation.
+    pub standardised: Vec<f64>,
+}
+
+/// Validates `candidates` on `y` at `origins`; `post` adjusts every forecast path
+/// (bounds) before it is scored.
+pub fn choose(
+    y: &[f64],
+    candidates: &[Box<dyn Candidate>],
+    origins: &Origins,
+    post: &dyn Fn(&mut Path),
+) -> Choice {
+    let scored: Vec<Scored> = candidates
+        .iter()
+        .map(|c| {
+            let mut paths = c.backtest(y, &origins.at, origins.steps);
+            paths.iter_mut().for_each(post);
+            let mae = mae(y, &origins.at, &paths);
+            Scored { paths, mae }
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..scored.len()).collect();
+    // Stable: among equal errors the earlier candidate stays first.
+    order.sort_by(|a, b| scored[*a].mae.total_cmp(&scored[*b].mae));
+    let best = order[0];
+    let mut members = vec![best];
+    let mut chosen_paths = scored[best].paths.clone();
+    let mut best_mae = scored[best].mae;
+    if order.len() >= COMBINED {
+        let top = &order[..COMBINED];
+        let combined = average(top.iter().map(|&i| &scored[i].paths[..]));
+        let m = mae(y, &origins.at, &combined);
+        if m < best_mae {
+            members = top.to_vec();
+            chosen_paths = combined;
+            best_mae = m;
+        }
+    }
+    Choice {
+        members,
+        mae: best_mae,
+        candidate_mae: scored.iter().map(|s| s.mae).collect(),
+        standardised: standardise(y, &origins.at, &chosen_paths),
+    }
+}
+
+/// Element-wise mean of several candidates' paths (point and variance).
+pub fn average<'a>(sets: impl Iterator<Item = &'a [Path]>) -> Vec<Path> {
+    let sets: Vec<&[Path]> = sets.collect();
+    let k = sets.len() as f64;
+    (0..sets[0].len())
+        .map(|o| {
+            let len = sets[0][o].point.len();
+            let mean = |f: &dyn Fn(&Path) -> &Vec<f64>| -> Vec<f64> {
+                (0..len)
+                    .map(|j| sets.iter().map(|s| f(&s[o])[j]).sum::<f64>() / k)
+                    .collect()
+            };
+            Path {
+                point: mean(&|p| &p.point),
+                var: mean(&|p| &p.var),
+            }
+        })
+        .collect()
+}
+
+/// Mean absolute error, origin `k` (oldest 0) weighted `2^k`: the most recent
+/// stretch says most about the next (a job that just went idle), about half the whole.
+fn mae(y: &[f64], origins: &[usize], paths: &[Path]) -> f64 {
+    let (mut sum, mut weights) = (0.0, 0.0);
+    for (k, (&o, p)) in origins.iter().zip(paths).enumerate() {
+        let w = (1u64 << k.min(30)) as f64;
+        for (j, f) in p.point.iter().enumerate() {
+            if let Some(v) = y.get(o + j) {
+                sum += w * (v - f).abs();
+                weights += w;
+            }
+        }
+    }
+    if weights == 0.0 || sum.is_nan() {
+        f64::INFINITY
+    } else {
+        sum / weights
+    }
+}
+
+fn standardise(y: &[f64], origins: &[usize], paths: &[Path]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for (&o, p) in origins.iter().zip(paths) {
+        for (j, (f, v)) in p.point.iter().zip(&p.var).enumerate() {
+            if let Some(actual) = y.get(o + j) {
+                let sd = v.max(0.0).sqrt();
+                let e = actual - f;
+                out.push(if sd > 0.0 {
+                    (e / sd).abs()
+                } else if e == 0.0 {
+                    0.0
+                } else {
+                    f64::INFINITY
+                });
+            }
+        }
+    }
+    out
+}
+
+/// How much to widen (or narrow) the analytic band of `coverage` so that it would have
+/// covered that share of the standardised validation errors.
+pub fn calibration(standardised: &[f64], coverage: f64, z: f64) -> f64 {
+    if standardised.is_empty() {
+        return 1.0;
+    }
+    let mut s = standardised.to_vec();
+    let at = ((s.len() as f64 * coverage).ceil() as usize).clamp(1, s.len()) - 1;
+    let q = *s.select_nth_unstable_by(at, f64::total_cmp).1;
+    let factor = if q.is_finite() { q / z } else { f64::MAX };
+    if s.len() < MIN_CALIBRATION {
+        factor.max(1.0)
+    } else {
+        factor
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn origins_are_consecutive_blocks_at_the_end() {
+        let o = Origins::plan(1000, 48, 100).unwrap();
+        assert_eq!(o.at, vec![808, 856, 904, 952]);
+        assert_eq!(o.steps, 48);
+        let short = Origins::plan(40, 48, 20).unwrap();
+        assert_eq!(short.steps, 10);
+        assert_eq!(short.at, vec![20, 30]);
+        assert_eq!(Origins::plan(10, 5, 20), None);
+    }
+
+    #[test]
+    fn calibration_matches_the_errors_quantile() {
+        let s: Vec<f64> = (1..=100).map(|i| i as f64 / 50.0).collect();
+        // 95% of the errors lie within 1.9: the band at z = 1.96 narrows slightly.
+        let f = calibration(&s, 0.95, 1.96);
+        assert!((f - 1.9 / 1.96).abs() < 1e-9, "{f}");
+        assert_eq!(
+            calibration(&s[..10], 0.95, 1.96),
+            1.0,
+            "few errors never narrow"
+        );
+    }
+}

@@ -1,0 +1,301 @@
+//! Forecast accuracy on the evaluation set ([`crate::evalset`]): poolprof (validated
+//! model choice) against its previous method (ETS by AICc), naive, seasonal-naive for
+//! each true season, and the statsmodels peer (`peer_forecast.py`, read from a file).
+//!
+//! sMAPE in percent (0 where forecast and truth are both 0); MASE scaled by the
+//! history's mean absolute seasonal difference at the class's dominant season (lag 1
+//! without one); "MAE / naive" is the class's total MAE over naive's. Coverage: the
+//! share of future values inside poolprof's 80% and 95% intervals.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use poolprof_analyzer::analysis::forecast::{forecast, ForecastConfig, Method};
+use poolprof_analyzer::series::Series;
+
+use crate::evalset::{case, Case, CLASSES};
+
+/// Seed of series `i` of a set.
+fn seed(base: u64, i: usize) -> u64 {
+    base.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+        .wrapping_add(i as u64)
+}
+
+/// Writes the set for the Python peer: one line per series,
+/// `class_index id step h seasons(comma list or -) values…`.
+pub fn dump(path: &str, base: u64, per_class: usize) {
+    let mut f = std::io::BufWriter::new(std::fs::File::create(path).expect("create dump"));
+    for c in 0..CLASSES.len() {
+        for i in 0..per_class {
+            let k = case(c, seed(base, i));
+            let seasons = if k.seasons.is_empty() {
+                "-".to_string()
+            } else {
+                k.seasons
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            write!(f, "{c} {i} {} {} {seasons}", k.step, k.future.len()).unwrap();
+            for v in &k.filled {
+                write!(f, " {v}").unwrap();
+            }
+            writeln!(f).unwrap();
+        }
+    }
+}
+
+/// Reads peer forecasts: lines `class_index id method v…`.
+fn read_peer(path: &str) -> BTreeMap<(usize, usize, String), Vec<f64>> {
+    let text = std::fs::read_to_string(path).expect("peer forecasts");
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let c = w.next()?.parse().ok()?;
+            let i = w.next()?.parse().ok()?;
+            let m = w.next()?.to_string();
+            let v: Vec<f64> = w.map(|x| x.parse().unwrap_or(f64::NAN)).collect();
+            Some(((c, i, m), v))
+        })
+        .collect()
+}
+
+fn smape(truth: &[f64], f: &[f64]) -> f64 {
+    let s: f64 = truth
+        .iter()
+        .zip(f)
+        .map(|(y, p)| {
+            let d = y.abs() + p.abs();
+            if d == 0.0 {
+                0.0
+            } else {
+                200.0 * (y - p).abs() / d
+            }
+        })
+        .sum();
+    s / truth.len() as f64
+}
+
+fn mae(truth: &[f64], f: &[f64]) -> f64 {
+    truth.iter().zip(f).map(|(y, p)| (y - p).abs()).sum::<f64>() / truth.len() as f64
+}
+
+fn scale(history: &[f64], m: usize) -> f64 {
+    let lag = if history.len() > 2 * m && m > 0 { m } else { 1 };
+    let d: f64 = history
+        .windows(lag + 1)
+        .map(|w| (w[lag] - w[0]).abs())
+        .sum();
+    d / (history.len() - lag) as f64
+}
+
+/// Seasonal-naive of `m` steps.
+fn snaive(history: &[f64], m: usize, h: usize) -> Vec<f64> {
+    let n = history.len();
+    (0..h).map(|j| history[n - m + j % m]).collect()
+}
+
+#[derive(Default, Clone)]
+struct Acc {
+    smape: f64,
+    mase: f64,
+    mae: f64,
+    n: usize,
+    cover80: usize,
+    cover95: usize,
+    points: usize,
+}
+
+/// Scores every method on `per_class` series of each class (seed base `base`).
+pub fn run(base: u64, per_class: usize, peer: Option<&str>, threads: usize) {
+    let peer = peer.map(read_peer);
+    let jobs: Vec<(usize, usize)> = (0..CLASSES.len())
+        .flat_map(|c| (0..per_class).map(move |i| (c, i)))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(c, i)) = jobs.get(j) else { break };
+                let k = case(c, seed(base, i));
+                let r = score(&k, c, i, peer.as_ref());
+                results.lock().unwrap().push((c, r));
+            });
+        }
+    });
+    let results = results.into_inner().unwrap();
+    let mut table: BTreeMap<(usize, String), Acc> = BTreeMap::new();
+    let mut models: BTreeMap<(usize, String), usize> = BTreeMap::new();
+    for (c, (rows, model)) in results {
+        *models.entry((c, model)).or_default() += 1;
+        for (name, a) in rows {
+            let t = table.entry((c, name)).or_default();
+            t.smape += a.smape;
+            t.mase += a.mase;
+            t.mae += a.mae;
+            t.n += a.n;
+            t.cover80 += a.cover80;
+            t.cover95 += a.cover95;
+            t.points += a.points;
+        }
+    }
+    println!("seed base {base}, {per_class} series per class\n");
+    println!("| class | method | sMAPE % | MASE | MAE / naive | 80% cover | 95% cover |");
+    println!("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
+    let mut overall: BTreeMap<String, Acc> = BTreeMap::new();
+    for (c, class) in CLASSES.iter().enumerate() {
+        let naive_mae = table.get(&(c, "naive".to_string())).map_or(1.0, |a| a.mae);
+        for ((cc, name), a) in table.iter().filter(|((cc, _), _)| *cc == c) {
+            let _ = cc;
+            let cover = if a.points > 0 {
+                format!(
+                    "{:.1}% | {:.1}%",
+                    100.0 * a.cover80 as f64 / a.points as f64,
+                    100.0 * a.cover95 as f64 / a.points as f64
+                )
+            } else {
+                "– | –".into()
+            };
+            println!(
+                "| {class} | {name} | {:.2} | {:.3} | {:.3} | {cover} |",
+                a.smape / a.n as f64,
+                a.mase / a.n as f64,
+                a.mae / naive_mae
+            );
+            let o = overall.entry(name.clone()).or_default();
+            o.smape += a.smape;
+            o.mase += a.mase;
+            o.n += a.n;
+            o.cover80 += a.cover80;
+            o.cover95 += a.cover95;
+            o.points += a.points;
+        }
+    }
+    println!("\n| all classes | sMAPE % | MASE | 80% cover | 95% cover |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for (name, a) in &overall {
+        let cover = if a.points > 0 {
+            format!(
+                "{:.1}% | {:.1}%",
+                100.0 * a.cover80 as f64 / a.points as f64,
+                100.0 * a.cover95 as f64 / a.points as f64
+            )
+        } else {
+            "– | –".into()
+        };
+        println!(
+            "| {name} | {:.2} | {:.3} | {cover} |",
+            a.smape / a.n as f64,
+            a.mase / a.n as f64
+        );
+    }
+    println!("\nmodels chosen by poolprof:");
+    for ((c, m), count) in &models {
+        println!("  {}: {m}: {count}", CLASSES[*c]);
+    }
+}
+
+type Rows = Vec<(String, Acc)>;
+
+fn score(
+    k: &Case,
+    c: usize,
+    i: usize,
+    peer: Option<&BTreeMap<(usize, usize, String), Vec<f64>>>,
+) -> (Rows, String) {
+    let h = k.future.len();
+    let m = k.seasons.first().copied().unwrap_or(0);
+    let sc = scale(&k.filled, m);
+    let one = |f: &[f64]| Acc {
+        smape: smape(&k.future, f),
+        mase: if sc > 0.0 {
+            mae(&k.future, f) / sc
+        } else {
+            0.0
+        },
+        mae: mae(&k.future, f),
+        n: 1,
+        ..Acc::default()
+    };
+    let mut rows = Vec::new();
+    let series = Series::from_points(k.history.clone());
+    let mut chosen = String::new();
+    for (name, method) in [
+        ("poolprof", Method::Validated),
+        ("poolprof before (ETS, AICc)", Method::Aicc),
+    ] {
+        let config = ForecastConfig {
+            horizon_steps: h,
+            step_seconds: Some(k.step),
+            method,
+            ..ForecastConfig::default()
+        };
+        let f = forecast(&series, &config).expect("forecast");
+        assert_eq!(f.point.len(), h);
+        let mut a = one(&f.point);
+        for (j, y) in k.future.iter().enumerate() {
+            a.cover80 += usize::from(f.lower_80[j] <= *y && *y <= f.upper_80[j]);
+            a.cover95 += usize::from(f.lower_95[j] <= *y && *y <= f.upper_95[j]);
+        }
+        a.points = h;
+        if method == Method::Validated {
+            chosen = generic(&f.model);
+            if std::env::var_os("EVAL_VERBOSE").is_some() {
+                let last = *k.filled.last().unwrap();
+                eprintln!(
+                    "{} #{i}: {} period {:?} mae {:.3} naive {:.3}",
+                    k.class,
+                    f.model,
+                    f.period_seconds.map(|p| p / k.step),
+                    mae(&k.future, &f.point),
+                    mae(&k.future, &vec![last; h])
+                );
+            }
+        }
+        rows.push((name.to_string(), a));
+    }
+    let last = *k.filled.last().expect("history");
+    rows.push(("naive".into(), one(&vec![last; h])));
+    for s in &k.seasons {
+        if k.filled.len() >= *s {
+            let what = match (*s as f64 * k.step) as u64 {
+                86_400 => "day",
+                604_800 => "week",
+                _ => "iteration",
+            };
+            rows.push((format!("snaive({what})"), one(&snaive(&k.filled, *s, h))));
+        }
+    }
+    if let Some(peer) = peer {
+        for (key, f) in peer.range((c, i, String::new())..(c, i + 1, String::new())) {
+            if f.len() == h && f.iter().all(|v| v.is_finite()) {
+                rows.push((key.2.clone(), one(f)));
+            }
+        }
+    }
+    (rows, chosen)
+}
+
+/// A model name without its periods, so that counts group by kind.
+fn generic(model: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0;
+    for ch in model.chars() {
+        match ch {
+            '(' => {
+                depth += 1;
+                out.push(ch);
+            }
+            ')' => {
+                depth -= 1;
+                out.push(ch);
+            }
+            c if depth > 0 && (c.is_ascii_digit() || c == '.' || c == ',') => {}
+            c => out.push(c),
+        }
+    }
+    out.replace("()", "")
+}
