@@ -43,7 +43,10 @@ fn main() -> ExitCode {
             }
         }
     }
-    println!("nvml-floor: NVML started, {} GPU handle(s); idle", handles.len());
+    println!(
+        "nvml-floor: NVML started, {} GPU handle(s); idle",
+        handles.len()
+    );
     match seconds {
         Some(s) => std::thread::sleep(Duration::from_secs(s)),
         None => loop {
