@@ -12,7 +12,7 @@
 
 use super::{Collector, Gpu};
 use crate::backend::{Backend, Device, Identity, ReadError, SystemInfo};
-use crate::registry::{MetricSet, Snapshot, SnapshotStore};
+use crate::registry::{encode, MetricSet, Snapshot, SnapshotStore};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -105,12 +105,16 @@ impl Collection {
         self.run().metrics
     }
 
-    /// Runs one collection and adds this process's `process_*` series; each
-    /// exposition format is encoded when first served.
+    /// Runs one collection, adds this process's `process_*` series, and encodes it
+    /// in both exposition formats.
     pub fn snapshot(&mut self) -> Snapshot {
         let mut outcome = self.run();
         super::self_process::write(&mut outcome.metrics);
-        Snapshot::from_metrics(outcome.metrics, outcome.success)
+        Snapshot::new(
+            encode::text(&outcome.metrics),
+            encode::openmetrics(&outcome.metrics),
+            outcome.success,
+        )
     }
 
     /// Collects now and then every `interval` on a thread of its own, publishing
@@ -508,10 +512,10 @@ mod tests {
         backend.devices[1].set(|f| f.memory = Err(ReadError::Failed("timeout".into())));
         let snapshot = collection(&backend).snapshot();
         assert_eq!(
-            crate::registry::encode::tests::promtool_check(&snapshot.text()),
+            crate::registry::encode::tests::promtool_check(&snapshot.text),
             ""
         );
-        let om = String::from_utf8(snapshot.openmetrics().to_vec()).unwrap();
+        let om = String::from_utf8(snapshot.openmetrics.to_vec()).unwrap();
         assert!(om.contains("# TYPE poolprof_gpu_xid_errors counter\n"));
         assert!(om.ends_with("# EOF\n"));
     }
@@ -591,7 +595,7 @@ mod tests {
         }
         let first = store.latest().expect("a snapshot within 10 s");
         assert!(store.succeeded_within(Duration::from_secs(10)));
-        assert!(first.text().starts_with(b"# HELP"));
+        assert!(first.text.starts_with(b"# HELP"));
         while Arc::ptr_eq(&first, &store.latest().unwrap()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }

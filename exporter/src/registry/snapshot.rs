@@ -1,21 +1,16 @@
 //! The latest encoded collection, shared between the collection loop and the server.
 
-use super::{encode, MetricSet};
 use bytes::Bytes;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-/// One collection, encoded at most once in each exposition format, when a scrape
-/// first asks for it: a Prometheus asks for one format, so encoding both every
-/// collection spent half the encoding CPU on bodies nobody read.
+/// One collection, encoded once in each exposition format.
 #[derive(Debug)]
 pub struct Snapshot {
-    /// The samples, until encoded; `None` for a snapshot made from encoded bodies.
-    metrics: Option<MetricSet>,
     /// Text format 0.0.4.
-    text: OnceLock<Bytes>,
+    pub text: Bytes,
     /// OpenMetrics 1.0.0 text, ending in `# EOF`.
-    openmetrics: OnceLock<Bytes>,
+    pub openmetrics: Bytes,
     /// When the collection finished.
     pub collected_at: Instant,
     /// Whether the collection counts for readiness: at least one collector succeeded
@@ -29,57 +24,23 @@ impl Snapshot {
     /// A snapshot from already-encoded bodies.
     pub fn new(text: Bytes, openmetrics: Bytes, success: bool) -> Self {
         Self {
-            metrics: None,
-            text: OnceLock::from(text),
-            openmetrics: OnceLock::from(openmetrics),
+            text,
+            openmetrics,
             collected_at: Instant::now(),
             success,
             gzip_text: OnceLock::new(),
             gzip_openmetrics: OnceLock::new(),
         }
-    }
-
-    /// A snapshot of `metrics`, each format encoded on first use.
-    pub fn from_metrics(metrics: MetricSet, success: bool) -> Self {
-        Self {
-            metrics: Some(metrics),
-            text: OnceLock::new(),
-            openmetrics: OnceLock::new(),
-            collected_at: Instant::now(),
-            success,
-            gzip_text: OnceLock::new(),
-            gzip_openmetrics: OnceLock::new(),
-        }
-    }
-
-    /// The body in text format 0.0.4.
-    pub fn text(&self) -> Bytes {
-        self.text
-            .get_or_init(|| self.metrics.as_ref().map(encode::text).unwrap_or_default())
-            .clone()
-    }
-
-    /// The body in OpenMetrics 1.0.0 text, ending in `# EOF`.
-    pub fn openmetrics(&self) -> Bytes {
-        self.openmetrics
-            .get_or_init(|| {
-                self.metrics
-                    .as_ref()
-                    .map(encode::openmetrics)
-                    .unwrap_or_default()
-            })
-            .clone()
     }
 
     /// The gzip-compressed body, compressed at most once per snapshot.
     pub fn gzipped(&self, openmetrics: bool) -> Bytes {
-        if openmetrics {
-            self.gzip_openmetrics
-                .get_or_init(|| gzip(&self.openmetrics()))
-                .clone()
+        let (cell, body) = if openmetrics {
+            (&self.gzip_openmetrics, &self.openmetrics)
         } else {
-            self.gzip_text.get_or_init(|| gzip(&self.text())).clone()
-        }
+            (&self.gzip_text, &self.text)
+        };
+        cell.get_or_init(|| gzip(body)).clone()
     }
 }
 
@@ -125,47 +86,5 @@ impl SnapshotStore {
             .read()
             .expect("lock poisoned")
             .is_some_and(|at| at.elapsed() <= window)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn metrics() -> MetricSet {
-        let mut set = MetricSet::new();
-        set.gauge("poolprof_gpu_up", "1 when up.", &[("gpu", "0")], 1.0);
-        set.counter(
-            "poolprof_gpu_xid_errors_total",
-            "Xids.",
-            &[("gpu", "0")],
-            3.0,
-        );
-        set
-    }
-
-    #[test]
-    fn each_format_is_encoded_when_first_asked_and_equals_the_encoders_output() {
-        let snapshot = Snapshot::from_metrics(metrics(), true);
-        assert!(snapshot.text.get().is_none() && snapshot.openmetrics.get().is_none());
-        assert_eq!(snapshot.text(), encode::text(&metrics()));
-        assert!(
-            snapshot.openmetrics.get().is_none(),
-            "serving text must not encode OpenMetrics"
-        );
-        assert_eq!(snapshot.openmetrics(), encode::openmetrics(&metrics()));
-        assert!(snapshot.openmetrics().ends_with(b"# EOF\n"));
-    }
-
-    #[test]
-    fn gzip_holds_the_lazily_encoded_body() {
-        use std::io::Read;
-        let snapshot = Snapshot::from_metrics(metrics(), true);
-        let mut body = Vec::new();
-        flate2::read::GzDecoder::new(&snapshot.gzipped(true)[..])
-            .read_to_end(&mut body)
-            .unwrap();
-        assert_eq!(body, encode::openmetrics(&metrics()));
-        assert!(snapshot.text.get().is_none());
     }
 }
