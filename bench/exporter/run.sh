@@ -14,8 +14,17 @@
 #                  else "" for NVML)
 #   EXPORTER_CMD   whole command, {port} replaced (overrides the two above)
 #   SCRAPE_LOAD    scrape-load binary (default target/release, else target/debug)
-#   PEERS          "auto" (default: dmon and python where they can run), "none",
-#                  or any of "dmon python"
+#   PEERS          "auto" (default: floor, dmon and python where they can run), "none",
+#                  or any of "floor dmon python"; floor is nvml-floor (this folder's
+#                  src/bin): nvmlInit and a handle per GPU, then idle, the least any
+#                  NVML client costs, so the summary can say what poolprof adds to it
+#   BASELINE_CMD   with "baseline" in PEERS: another exporter's command, {port}
+#                  replaced, measured as subject "baseline" (an earlier build of
+#                  poolprof-exporter, for a before/after in the same run)
+#   NVML_FLOOR     nvml-floor binary (default target/release, else target/debug)
+#   GEMM           1: a bf16 GEMM loop (torch) keeps GPU 0 busy during the whole run,
+#                  started before the subjects and stopped at exit (default 0)
+#   GEMM_SIZE      matrix size of that loop (default 8192)
 #   PYTHON_CMD     the Python peer's command, {port} replaced
 #   DURATION       seconds of the CPU/RSS window (default 300)
 #   WINDOW         seconds per window, for the spread (default 30)
@@ -39,6 +48,8 @@ HERE=bench/exporter
 DURATION=${DURATION:-300}; WINDOW=${WINDOW:-30}; SCRAPE_EVERY=${SCRAPE_EVERY:-1}
 LAT_SECONDS=${LAT_SECONDS:-5}; LAT_REPS=${LAT_REPS:-5}; CONCURRENCY=${CONCURRENCY:-50}; LAT_GZIP=${LAT_GZIP:-0}
 num DURATION "$DURATION" 5 3600; num WINDOW "$WINDOW" 1 3600; num SCRAPE_EVERY "$SCRAPE_EVERY" 0 60
+GEMM=${GEMM:-0}; GEMM_SIZE=${GEMM_SIZE:-8192}
+num GEMM "$GEMM" 0 1; num GEMM_SIZE "$GEMM_SIZE" 256 32768
 num LAT_SECONDS "$LAT_SECONDS" 1 600; num LAT_REPS "$LAT_REPS" 1 50; num CONCURRENCY "$CONCURRENCY" 1 1024; num LAT_GZIP "$LAT_GZIP" 0 1
 GZIP_FLAG=(); (( LAT_GZIP )) && GZIP_FLAG=(--gzip)
 (( WINDOW <= DURATION )) || die "WINDOW=$WINDOW is longer than DURATION=$DURATION" 2
@@ -48,6 +59,7 @@ EXPORTER=${EXPORTER:-$(pick target/release/poolprof-exporter target/debug/poolpr
   || die "no poolprof-exporter in target/release or target/debug: cargo build --release -p poolprof-exporter" 2
 SCRAPE_LOAD=${SCRAPE_LOAD:-$(pick target/release/scrape-load target/debug/scrape-load)} \
   || die "no scrape-load: (cd $HERE && CARGO_TARGET_DIR=../../target cargo build --release)" 2
+NVML_FLOOR=${NVML_FLOOR:-$(pick target/release/nvml-floor target/debug/nvml-floor)}
 HAVE_SMI=0; command -v nvidia-smi >/dev/null 2>&1 && HAVE_SMI=1
 if [[ -z "${EXPORTER_ARGS+set}" ]]; then
   if (( HAVE_SMI )); then EXPORTER_ARGS=""; else EXPORTER_ARGS="--simulate 8"; fi
@@ -57,12 +69,22 @@ PYTHON_CMD=${PYTHON_CMD:-"python3 $HERE/peer_exporter.py --port {port} --interva
 PEERS=${PEERS:-auto}
 if [[ "$PEERS" == auto ]]; then
   PEERS=""
-  (( HAVE_SMI )) && PEERS="dmon"
+  (( HAVE_SMI )) && [[ -x "$NVML_FLOOR" ]] && PEERS="floor"
+  (( HAVE_SMI )) && PEERS="$PEERS dmon"
   (( HAVE_SMI )) && python3 -c "import pynvml, prometheus_client" 2>/dev/null && PEERS="$PEERS python"
 elif [[ "$PEERS" == none ]]; then
   PEERS=""
 fi
-for p in $PEERS; do [[ "$p" == dmon || "$p" == python ]] || die "PEERS: unknown peer '$p' (dmon, python)" 2; done
+for p in $PEERS; do
+  [[ "$p" == floor || "$p" == dmon || "$p" == python || "$p" == baseline ]] \
+    || die "PEERS: unknown peer '$p' (floor, dmon, python, baseline)" 2
+done
+if [[ " $PEERS " == *" baseline "* && -z "${BASELINE_CMD:-}" ]]; then
+  die "PEERS has baseline but BASELINE_CMD is not set" 2
+fi
+if [[ " $PEERS " == *" floor "* && ! -x "$NVML_FLOOR" ]]; then
+  die "PEERS has floor but there is no nvml-floor: (cd $HERE && CARGO_TARGET_DIR=../../target cargo build --release)" 2
+fi
 
 WORK=$(mktemp -d -t poolprof-bench.XXXXXX) || die "mktemp failed"
 DEST=${BENCH_OUT:-${OUT:-$(mktemp -d -t poolprof-bench-out.XXXXXX)}}
@@ -109,13 +131,51 @@ wait_ready() { # name
   echo "host: $(nproc) CPUs, $(uname -sr)"
   (( HAVE_SMI )) && echo "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "settings: DURATION=$DURATION WINDOW=$WINDOW SCRAPE_EVERY=$SCRAPE_EVERY LAT_SECONDS=$LAT_SECONDS LAT_REPS=$LAT_REPS CONCURRENCY=$CONCURRENCY LAT_GZIP=$LAT_GZIP"
+  echo "settings: DURATION=$DURATION WINDOW=$WINDOW SCRAPE_EVERY=$SCRAPE_EVERY GEMM=$GEMM LAT_SECONDS=$LAT_SECONDS LAT_REPS=$LAT_REPS CONCURRENCY=$CONCURRENCY LAT_GZIP=$LAT_GZIP"
 } > "$WORK/meta.txt"
+
+# The GEMM loop runs for at most the whole benchmark plus margin even if the trap
+# never fires, and writes "ready" once its first product is done.
+GEMM_PY='
+import signal, sys, time, torch
+def stop(*_): raise SystemExit(0)
+signal.signal(signal.SIGTERM, stop)
+n, deadline, ready = int(sys.argv[1]), time.time() + float(sys.argv[2]), sys.argv[3]
+a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+c = a @ b; torch.cuda.synchronize(); open(ready, "w").write("ready\n")
+done, t0 = 0, time.time()
+try:
+    while time.time() < deadline:
+        for _ in range(20): c = a @ b
+        torch.cuda.synchronize(); done += 20
+finally:
+    s = time.time() - t0
+    print(f"gemm: {done} products {n}^3 bf16 in {s:.0f} s, {2 * n**3 * done / s / 1e12:.0f} TFLOP/s", flush=True)
+'
+if (( GEMM )); then
+  gemm_limit=$(( DURATION + 60 + LAT_REPS * LAT_SECONDS * 4 + 300 ))
+  python3 -c "$GEMM_PY" "$GEMM_SIZE" "$gemm_limit" "$WORK/gemm.ready" > "$WORK/gemm.stdout" 2> "$WORK/gemm.log" &
+  GEMM_PID=$!; BG+=("$GEMM_PID")
+  echo "gemm: python3 torch bf16 ${GEMM_SIZE}^3 matmul loop on cuda:0 (pid $GEMM_PID)" >> "$WORK/meta.txt"
+  for ((i = 0; i < 600; i++)); do
+    [[ -s "$WORK/gemm.ready" ]] && break
+    kill -0 "$GEMM_PID" 2>/dev/null || { tail -5 "$WORK/gemm.log" >&2; die "GEMM=1: the GEMM loop exited before its first product (torch with CUDA needed)"; }
+    sleep 0.1
+  done
+  [[ -s "$WORK/gemm.ready" ]] || die "GEMM=1: the GEMM loop did not start within 60 s (log: $WORK/gemm.log)"
+  echo "gemm loop running (pid $GEMM_PID)" >&2
+fi
 
 start_http poolprof "$EXPORTER_CMD"
 for p in $PEERS; do
   case $p in
     python) start_http python "$PYTHON_CMD" ;;
+    baseline) start_http baseline "$BASELINE_CMD" ;;
+    floor)
+      echo "floor: $NVML_FLOOR" >> "$WORK/meta.txt"
+      "$NVML_FLOOR" > "$WORK/floor.stdout" 2> "$WORK/floor.log" &
+      PID[floor]=$!; SUBJECTS+=(floor) ;;
     dmon)
       echo "dmon: nvidia-smi dmon -d 1" >> "$WORK/meta.txt"
       nvidia-smi dmon -d 1 > "$WORK/dmon.stdout" 2> "$WORK/dmon.log" &
@@ -123,6 +183,13 @@ for p in $PEERS; do
   esac
 done
 for s in "${SUBJECTS[@]}"; do [[ -n "${PORT[$s]:-}" ]] && wait_ready "$s"; done
+if [[ -n "${PID[floor]:-}" ]]; then # ready once it has said so
+  for ((i = 0; i < 300; i++)); do
+    grep -q 'NVML started' "$WORK/floor.stdout" 2>/dev/null && break
+    kill -0 "${PID[floor]}" 2>/dev/null || { cat "$WORK/floor.log" >&2; die "nvml-floor exited at start"; }
+    sleep 0.1
+  done
+fi
 echo "subjects: ${SUBJECTS[*]}; warming up 5 s" >&2
 sleep 5
 
@@ -166,8 +233,17 @@ while (( elapsed < DURATION )); do
   t0=$t1
   echo "  window $w: $(awk -v w="$w" -F'\t' -v hz="$CLK_TCK" '$2 == w { printf "%s %.2f%%  ", $1, 100 * $4 / hz / $3 }' "$WORK/cpu.tsv")" >&2
 done
+printf 'subject\trss_anon_kb\trss_file_kb\tthreads\n' > "$WORK/memory.tsv"
 for s in "${SUBJECTS[@]}"; do
-  printf '%s\t%s\n' "$s" "$(status_kb "${PID[$s]}" VmHWM)" >> "$WORK/hwm.tsv"
+  p=${PID[$s]}
+  printf '%s\t%s\n' "$s" "$(status_kb "$p" VmHWM)" >> "$WORK/hwm.tsv"
+  printf '%s\t%s\t%s\t%s\n' "$s" "$(status_kb "$p" RssAnon)" "$(status_kb "$p" RssFile)" \
+    "$(status_kb "$p" Threads)" >> "$WORK/memory.tsv"
+  # Resident memory by mapping, largest first: where a subject's RSS above the floor is.
+  awk '/^[0-9a-f]+-[0-9a-f]+ / { name = (NF >= 6) ? $6 : "[anon]"; next }
+       /^Rss:/ { rss[name] += $2 }
+       END { for (n in rss) if (rss[n] >= 64) printf "%8d KiB  %s\n", rss[n], n }' \
+    "/proc/$p/smaps" 2>/dev/null | sort -rn > "$WORK/$s.smaps.txt"
 done
 
 echo "latency: ${LAT_REPS} x ${LAT_SECONDS} s per HTTP subject, ${CONCURRENCY} scrapers" >&2
@@ -187,6 +263,7 @@ done
   python3 "$HERE/summarize.py" "$WORK" "$CLK_TCK"
 } > "$DEST/bench-table.md" || die "summarize.py failed on $WORK"
 cleanup
+[[ -s "$WORK/gemm.stdout" ]] && cat "$WORK/gemm.stdout" >> "$DEST/bench-table.md"
 tar -C "$WORK" -czf "$DEST/bench-raw.tar.gz" . 2>/dev/null
 cat "$DEST/bench-table.md"
 echo "full logs: $DEST/bench-raw.tar.gz" >&2

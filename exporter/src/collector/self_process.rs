@@ -9,6 +9,7 @@
 
 use crate::registry::MetricSet;
 use std::path::Path;
+use std::sync::OnceLock;
 
 /// Names of the families written here.
 pub const PROCESS_METRICS: &[&str] = &[
@@ -31,10 +32,19 @@ struct Stat {
 
 /// Writes the `process_*` series of this process.
 pub fn write(out: &mut MetricSet) {
-    write_from(out, Path::new("/proc"), ticks_per_second(), page_size());
+    // The boot time never changes, and `/proc/stat` is long on a many-CPU node (a
+    // line per CPU and one count per interrupt): read it once, not every collection.
+    static BOOT: OnceLock<Option<f64>> = OnceLock::new();
+    let proc = Path::new("/proc");
+    let boot = *BOOT.get_or_init(|| {
+        std::fs::read_to_string(proc.join("stat"))
+            .ok()
+            .and_then(|s| parse_boot_time(&s))
+    });
+    write_from(out, proc, boot, ticks_per_second(), page_size());
 }
 
-fn write_from(out: &mut MetricSet, proc: &Path, ticks: f64, page: f64) {
+fn write_from(out: &mut MetricSet, proc: &Path, boot: Option<f64>, ticks: f64, page: f64) {
     let read = |path: &str| std::fs::read_to_string(proc.join(path)).ok();
     if let Some(stat) = read("self/stat").and_then(|s| parse_stat(&s, ticks, page)) {
         out.counter(
@@ -43,7 +53,7 @@ fn write_from(out: &mut MetricSet, proc: &Path, ticks: f64, page: f64) {
             &[],
             stat.cpu_seconds,
         );
-        if let Some(boot) = read("stat").and_then(|s| parse_boot_time(&s)) {
+        if let Some(boot) = boot {
             out.gauge(
                 "process_start_time_seconds",
                 "Start time of the process since unix epoch in seconds.",
