@@ -259,6 +259,7 @@ pub fn attach_counters(
                 k.counters = Some(c.clone());
             }
         }
+        p.kernel_time_by_class = build::time_by_class(&p.kernels, p.gpu_name.as_deref());
     }
 }
 

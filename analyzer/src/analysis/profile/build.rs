@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::{Coverage, KernelStat, Measured, ProfileSignal, Window, WorkloadProfile};
-use crate::analysis::classify::class_by_name;
+use crate::analysis::classify::{class_by_name, class_from_counters};
 use crate::analysis::occupancy::KernelShape;
 use crate::analysis::roofline::lookup_or_default;
 
@@ -332,21 +332,30 @@ fn add_kernels(
     kernels.sort_by(|a, b| b.busy.total_cmp(&a.busy));
     kernels.truncate(MAX_KERNELS);
     p.kernels = kernels;
-    p.kernel_time_by_class = time_by_class(&p.kernels);
+    p.kernel_time_by_class = time_by_class(&p.kernels, p.gpu_name.as_deref());
     if let Some(fill) = sm_fill(&p.kernels, p.gpu_name.as_deref()) {
         put(p, ProfileSignal::SmFill, fill);
     }
 }
 
 /// Shares of kernel time by the class each kernel's name suggests.
-fn time_by_class(kernels: &[KernelStat]) -> BTreeMap<String, f64> {
+/// Each class's share of kernel time: a kernel's class from its profiled launch's
+/// hardware counters where it has one (`POOLPROF_KERNEL_COUNTERS`), else from its name.
+pub fn time_by_class(kernels: &[KernelStat], gpu_name: Option<&str>) -> BTreeMap<String, f64> {
+    let (spec, _) = lookup_or_default(gpu_name);
     let total: f64 = kernels.iter().map(|k| k.busy).sum();
     let mut out = BTreeMap::new();
     if total <= 0.0 {
         return out;
     }
     for k in kernels {
-        let class = class_by_name(&k.name).map_or("unknown", |c| c.label());
+        let measured = k
+            .counters
+            .as_ref()
+            .and_then(|c| class_from_counters(&k.name, c, spec));
+        let class = measured
+            .or_else(|| class_by_name(&k.name))
+            .map_or("unknown", |c| c.label());
         *out.entry(class.to_string()).or_default() += k.busy / total;
     }
     out
@@ -368,6 +377,32 @@ fn sm_fill(kernels: &[KernelStat], gpu_name: Option<&str>) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn kernel_time_by_class_trusts_a_profiled_launch_over_the_name() {
+        use crate::analysis::profile::ProfiledLaunch;
+        let stat = |name: &str, counters: Option<ProfiledLaunch>| KernelStat {
+            name: name.into(),
+            launches_per_second: 10.0,
+            busy: 0.25,
+            shape: None,
+            counters,
+        };
+        // 12 bytes and 1 FLOP per element over 1 ms: a memory-bound kernel the name
+        // cannot tell.
+        let streamed = ProfiledLaunch {
+            flops: [("fp32".to_string(), 2.7e8)].into(),
+            dram_bytes: 3.2e9,
+            seconds: 1e-3,
+        };
+        let kernels = [
+            stat("my_custom_kernel", Some(streamed)),
+            stat("my_other_kernel", None),
+        ];
+        let shares = time_by_class(&kernels, Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(shares.get("memory_bound"), Some(&0.5), "{shares:?}");
+        assert_eq!(shares.get("unknown"), Some(&0.5), "{shares:?}");
+    }
 
     fn labels(pairs: &[(&str, &str)]) -> Labels {
         pairs
