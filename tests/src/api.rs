@@ -96,6 +96,29 @@ impl ApiClient {
         self.instant(&[("query", promql.to_string())])
     }
 
+    /// The one value `promql` returns now; an error when it returns another number of
+    /// series (or the query fails).
+    pub fn try_scalar(&self, promql: &str) -> Result<f64, String> {
+        let rows = self.try_query(promql).map_err(|e| e.to_string())?;
+        match rows.as_slice() {
+            [row] => Ok(row.value),
+            _ => Err(format!("{promql}: {} rows: {rows:?}", rows.len())),
+        }
+    }
+
+    /// Waits up to `timeout` until `promql` returns the one value `want` (to 1e-9
+    /// relative), panicking with the last answer otherwise.
+    pub fn expect_scalar(&self, promql: &str, want: f64, timeout: std::time::Duration) {
+        crate::wait::until(promql, timeout, || {
+            let got = self.try_scalar(promql)?;
+            if (got - want).abs() <= want.abs() * 1e-9 {
+                Ok(())
+            } else {
+                Err(format!("{got} (want {want})"))
+            }
+        });
+    }
+
     /// Instant query at `time` (unix seconds); panics on any error.
     pub fn query_at(&self, promql: &str, time: f64) -> Vec<Sample> {
         self.instant(&[("query", promql.to_string()), ("time", time.to_string())])

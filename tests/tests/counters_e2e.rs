@@ -69,23 +69,9 @@ impl Source for FakeCupti {
     }
 }
 
-fn scalar(prom: &Prometheus, promql: &str) -> Result<f64, String> {
-    let rows = prom.api().try_query(promql).map_err(|e| e.to_string())?;
-    match rows.as_slice() {
-        [row] => Ok(row.value),
-        _ => Err(format!("{promql}: {} rows: {rows:?}", rows.len())),
-    }
-}
-
+/// Waits until `promql` returns the one value `want`.
 fn expect(prom: &Prometheus, promql: &str, want: f64) {
-    until(promql, WAIT, || {
-        let got = scalar(prom, promql)?;
-        if (got - want).abs() <= want.abs() * 1e-9 {
-            Ok(())
-        } else {
-            Err(format!("{got} (want {want})"))
-        }
-    });
+    prom.api().expect_scalar(promql, want, WAIT);
 }
 
 #[test]
@@ -137,7 +123,7 @@ fn profiled_kernels_reach_prometheus_next_to_their_launch_counters() {
         launches += 1.0;
         sender.tick(Instant::now());
         let q = format!(r#"poolprof_kernel_flops{{{labels},kernel="add_float",precision="fp32"}}"#);
-        scalar(&prom, &q).map(drop).map_err(|e| {
+        prom.api().try_scalar(&q).map(drop).map_err(|e| {
             let text = exporter.metrics_text();
             let ours: Vec<&str> = text
                 .lines()
@@ -146,7 +132,7 @@ fn profiled_kernels_reach_prometheus_next_to_their_launch_counters() {
             format!("{e}; exporter: {ours:?}")
         })?;
         let q = format!(r#"sum(poolprof_kernel_launches_total{{{labels},kernel="gemm_bf16"}})"#);
-        scalar(&prom, &q).map(drop)
+        prom.api().try_scalar(&q).map(drop)
     });
     assert!(start.elapsed() < WAIT);
 
@@ -173,13 +159,13 @@ fn profiled_kernels_reach_prometheus_next_to_their_launch_counters() {
         r#"sum by (workload, kernel) (poolprof_kernel_flops{{{labels},kernel="add_float"}})
            / sum by (workload, kernel) (poolprof_kernel_dram_bytes{{{labels},kernel="add_float"}})"#
     );
-    expect(&prom, &ai, 1.0 / 12.0);
+    prom.api().expect_scalar(&ai, 1.0 / 12.0, WAIT);
     // They join the kernel's launch counters by (uuid, workload, kernel).
     let joined = format!(
         r#"count(poolprof_kernel_profiled_duration_seconds{{{labels}}}
            and on (uuid, workload, kernel) poolprof_kernel_launches_total)"#
     );
-    expect(&prom, &joined, 2.0);
+    prom.api().expect_scalar(&joined, 2.0, WAIT);
     // The analyzer's queries (analyzer/src/pipeline/profiles.rs, kernel_counters).
     expect(
         &prom,

@@ -91,23 +91,9 @@ fn process(
     )
 }
 
-fn scalar(prom: &Prometheus, promql: &str) -> Result<f64, String> {
-    let rows = prom.api().try_query(promql).map_err(|e| e.to_string())?;
-    match rows.as_slice() {
-        [row] => Ok(row.value),
-        _ => Err(format!("{promql}: {} rows: {rows:?}", rows.len())),
-    }
-}
-
+/// Waits until `promql` returns the one value `want`.
 fn expect(prom: &Prometheus, promql: &str, want: f64) {
-    until(promql, WAIT, || {
-        let got = scalar(prom, promql)?;
-        if (got - want).abs() <= want.abs() * 1e-9 {
-            Ok(())
-        } else {
-            Err(format!("{got} (want {want})"))
-        }
-    });
+    prom.api().expect_scalar(promql, want, WAIT);
 }
 
 #[test]
@@ -306,9 +292,11 @@ fn injected_processes_reach_prometheus_bounded() {
     // Bounds: label lengths, and the whole exposition lints clean.
     let kernels = prom.api().query("poolprof_kernel_launches_total");
     assert!(kernels.iter().all(|s| s.label("kernel").len() <= 80));
-    expect(&prom, "poolprof_inject_connected_processes", 3.0);
+    prom.api()
+        .expect_scalar("poolprof_inject_connected_processes", 3.0, WAIT);
     drop((train, many, sampled));
-    expect(&prom, "poolprof_inject_connected_processes", 0.0);
+    prom.api()
+        .expect_scalar("poolprof_inject_connected_processes", 0.0, WAIT);
     let lint = check_metrics(&exporter.metrics_text());
     assert!(lint.is_clean(), "promtool: {}", lint.output);
 }
