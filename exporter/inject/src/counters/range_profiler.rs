@@ -35,8 +35,10 @@ pub struct CallError {
 }
 
 /// Whether `POOLPROF_KERNEL_COUNTERS_TRACE` asks for the profiler's details on stderr.
+/// Read once: the profiler calls this inside CUPTI's launch callbacks.
 fn tracing() -> bool {
-    std::env::var_os("POOLPROF_KERNEL_COUNTERS_TRACE").is_some()
+    static TRACING: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *TRACING.get_or_init(|| std::env::var_os("POOLPROF_KERNEL_COUNTERS_TRACE").is_some())
 }
 
 fn check(call: &'static str, code: CUptiResult) -> Result<(), CallError> {
