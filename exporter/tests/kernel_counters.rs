@@ -54,18 +54,7 @@ fn delta(name: &str) -> Vec<u8> {
 
 /// One value of `name` whose labels include every pair of `labels`.
 fn value(set: &MetricSet, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    let family = set.get(name)?;
-    let metric = family.get_metric().iter().find(|m| {
-        labels.iter().all(|(k, v)| {
-            m.get_label()
-                .iter()
-                .any(|p| p.name() == *k && p.value() == *v)
-        })
-    })?;
-    Some(match family.get_field_type() {
-        prometheus::proto::MetricType::COUNTER => metric.get_counter().get_value(),
-        _ => metric.get_gauge().get_value(),
-    })
+    set.value(name, labels)
 }
 
 fn scrape(listener: &KernelListener) -> MetricSet {

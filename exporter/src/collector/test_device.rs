@@ -289,18 +289,7 @@ pub fn run(
 
 /// The value of the sample of `name` whose labels include every pair of `labels`.
 pub fn value(set: &crate::registry::MetricSet, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-    let family = set.get(name)?;
-    let metric = family.get_metric().iter().find(|m| {
-        labels.iter().all(|(k, v)| {
-            m.get_label()
-                .iter()
-                .any(|p| p.name() == *k && p.value() == *v)
-        })
-    })?;
-    Some(match family.get_field_type() {
-        prometheus::proto::MetricType::COUNTER => metric.get_counter().get_value(),
-        _ => metric.get_gauge().get_value(),
-    })
+    set.value(name, labels)
 }
 
 /// Number of samples of `name`.

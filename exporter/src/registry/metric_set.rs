@@ -91,6 +91,23 @@ impl MetricSet {
         self.families.get(name).map(|(_, family)| family)
     }
 
+    /// The value of the sample of `name` whose labels include every pair of `labels`
+    /// (tests read what a collector or the kernel store wrote with it).
+    pub fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+        let family = self.get(name)?;
+        let metric = family.get_metric().iter().find(|m| {
+            labels.iter().all(|(k, v)| {
+                m.get_label()
+                    .iter()
+                    .any(|p| p.name() == *k && p.value() == *v)
+            })
+        })?;
+        Some(match family.get_field_type() {
+            prometheus::proto::MetricType::COUNTER => metric.get_counter().get_value(),
+            _ => metric.get_gauge().get_value(),
+        })
+    }
+
     /// Number of samples across all families.
     pub fn sample_count(&self) -> usize {
         self.families
