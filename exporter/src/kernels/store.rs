@@ -332,8 +332,7 @@ impl KernelStore {
         let mut unknown_count = 0u64;
         for device in &delta.devices {
             let key = (device.device.label(), workload.clone());
-            if !inner.groups.contains_key(&key) && !device_allowed(inner, &device.device, &workload)
-            {
+            if !admits(inner, &key, &device.device) {
                 unknown.get_or_insert(device.device);
                 unknown_count += 1;
                 continue;
@@ -498,6 +497,12 @@ impl KernelStore {
             );
         }
     }
+}
+
+/// Whether the (device, workload) pair `key` may have series: it has some already, or
+/// it may get new ones ([`device_allowed`]).
+fn admits(inner: &Inner, key: &(String, String), device: &DeviceId) -> bool {
+    inner.groups.contains_key(key) || device_allowed(inner, device, &key.1)
 }
 
 /// Whether a new (device, workload) pair may get series: a GPU the exporter sees, or,

@@ -116,10 +116,7 @@ impl KernelStore {
         let workload = process.workload.clone();
         for k in &counters.kernels {
             // Only GPUs this exporter sees, as for the sampled counts.
-            let key = (k.device.label(), workload.clone());
-            if !inner.groups.contains_key(&key)
-                && !super::device_allowed(inner, &k.device, &workload)
-            {
+            if !super::admits(inner, &(k.device.label(), workload.clone()), &k.device) {
                 continue;
             }
             let name = cached_short_name(&mut inner.names, &k.name, max_name_len);
