@@ -24,7 +24,10 @@ pub const MIN_STEP: Duration = Duration::from_secs(1);
 pub const MAX_SAMPLES: usize = 50_000_000;
 
 /// Families left out of the history: they time this `simulate` run, not the node.
-const SKIPPED_FAMILIES: [&str; 1] = ["poolprof_exporter_collector_duration_seconds"];
+const SKIPPED_FAMILIES: [&str; 2] = [
+    "poolprof_exporter_collector_duration_seconds",
+    "poolprof_exporter_collector_cpu_seconds_total",
+];
 
 /// Arguments of `poolprof-exporter simulate`.
 #[derive(Debug, Clone, clap::Args)]

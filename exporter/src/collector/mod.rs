@@ -4,6 +4,7 @@
 pub mod clock_events;
 pub mod clocks;
 pub mod codec;
+pub mod cpu_time;
 pub mod ecc;
 pub mod gpm;
 pub mod kernels;
@@ -101,6 +102,7 @@ pub const EXPORTER_METRICS: &[&str] = &[
     "poolprof_exporter_build_info",
     "poolprof_exporter_collector_success",
     "poolprof_exporter_collector_duration_seconds",
+    "poolprof_exporter_collector_cpu_seconds_total",
 ];
 
 /// Every device collector, in the order they run. The kernel collector (CUPTI

@@ -10,9 +10,10 @@
 //! - `poolprof_exporter_collector_duration_seconds{collector}`
 //! - `process_*` (in served snapshots only, see `self_process.rs`)
 
+use super::cpu_time::thread_cpu_seconds;
 use super::{Collector, Gpu};
 use crate::backend::{Backend, Device, Identity, ReadError, SystemInfo};
-use crate::registry::{encode, MetricSet, Snapshot, SnapshotStore};
+use crate::registry::{MetricSet, Snapshot, SnapshotStore};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -56,6 +57,8 @@ pub struct Collection {
 struct Tracked {
     collector: Box<dyn Collector>,
     failing: bool,
+    /// CPU seconds the collector has used, all collections together.
+    cpu_seconds: f64,
 }
 
 /// Outcome of one collection: the samples and whether it counts as a success.
@@ -97,6 +100,7 @@ impl Collection {
         self.collectors.push(Tracked {
             collector,
             failing: false,
+            cpu_seconds: 0.0,
         });
     }
 
@@ -105,16 +109,12 @@ impl Collection {
         self.run().metrics
     }
 
-    /// Runs one collection, adds this process's `process_*` series, and encodes it
-    /// in both exposition formats.
+    /// Runs one collection and adds this process's `process_*` series; the snapshot
+    /// encodes itself in the format a scrape asks for.
     pub fn snapshot(&mut self) -> Snapshot {
         let mut outcome = self.run();
         super::self_process::write(&mut outcome.metrics);
-        Snapshot::new(
-            encode::text(&outcome.metrics),
-            encode::openmetrics(&outcome.metrics),
-            outcome.success,
-        )
+        Snapshot::from_metrics(outcome.metrics, outcome.success)
     }
 
     /// Collects now and then every `interval` on a thread of its own, publishing
@@ -250,9 +250,13 @@ fn run_collector(tracked: &mut Tracked, gpus: &[Gpu], out: &mut MetricSet) -> bo
     let collector = tracked.collector.as_mut();
     let name = collector.name();
     let started = Instant::now();
+    let cpu_started = thread_cpu_seconds();
     let mut part = MetricSet::new();
     let result = catch_unwind(AssertUnwindSafe(|| collector.collect(gpus, &mut part)));
     let elapsed = started.elapsed().as_secs_f64();
+    if let (Some(before), Some(after)) = (cpu_started, thread_cpu_seconds()) {
+        tracked.cpu_seconds += (after - before).max(0.0);
+    }
     let success = match result {
         Ok(outcome) => {
             match (&outcome, tracked.failing) {
@@ -291,6 +295,12 @@ fn run_collector(tracked: &mut Tracked, gpus: &[Gpu], out: &mut MetricSet) -> bo
         "How long the collector took in the last collection, in seconds.",
         &labels,
         elapsed,
+    );
+    out.counter(
+        "poolprof_exporter_collector_cpu_seconds_total",
+        "CPU time the collection thread has spent in the collector, in seconds.",
+        &labels,
+        tracked.cpu_seconds,
     );
     success
 }
@@ -348,6 +358,45 @@ mod tests {
             out.gauge("poolprof_test_panicked", "Never served.", &[], 1.0);
             panic!("collector bug");
         }
+    }
+
+    /// Spins for `ms` milliseconds of this thread's CPU in every collection.
+    struct Busy(u64);
+    impl Collector for Busy {
+        fn name(&self) -> &'static str {
+            "busy"
+        }
+        fn collect(&mut self, _: &[Gpu], _: &mut MetricSet) -> Result<(), CollectError> {
+            let start = thread_cpu_seconds().unwrap();
+            let mut x = 0u64;
+            while thread_cpu_seconds().unwrap() - start < self.0 as f64 / 1000.0 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn each_collector_cpu_time_adds_up_over_collections() {
+        let backend = TestBackend::healthy(1);
+        let mut collection = collection(&backend);
+        collection.add_collector(Box::new(Busy(20)));
+        let busy = [("collector", "busy")];
+        let cpu = |set: &MetricSet| {
+            value(set, "poolprof_exporter_collector_cpu_seconds_total", &busy).unwrap()
+        };
+        let first = cpu(&collection.collect_once());
+        let second = cpu(&collection.collect_once());
+        assert!((0.020..0.5).contains(&first), "{first}");
+        assert!(second >= first + 0.020, "a counter: {first} then {second}");
+        let set = collection.collect_once();
+        let memory = [("collector", "memory")];
+        let idle = value(
+            &set,
+            "poolprof_exporter_collector_cpu_seconds_total",
+            &memory,
+        );
+        assert!(idle.is_some_and(|s| s < 0.020), "{idle:?}");
     }
 
     fn collection(backend: &Arc<TestBackend>) -> Collection {
@@ -512,10 +561,10 @@ mod tests {
         backend.devices[1].set(|f| f.memory = Err(ReadError::Failed("timeout".into())));
         let snapshot = collection(&backend).snapshot();
         assert_eq!(
-            crate::registry::encode::tests::promtool_check(&snapshot.text),
+            crate::registry::encode::tests::promtool_check(&snapshot.text()),
             ""
         );
-        let om = String::from_utf8(snapshot.openmetrics.to_vec()).unwrap();
+        let om = String::from_utf8(snapshot.openmetrics().to_vec()).unwrap();
         assert!(om.contains("# TYPE poolprof_gpu_xid_errors counter\n"));
         assert!(om.ends_with("# EOF\n"));
     }
@@ -595,7 +644,7 @@ mod tests {
         }
         let first = store.latest().expect("a snapshot within 10 s");
         assert!(store.succeeded_within(Duration::from_secs(10)));
-        assert!(first.text.starts_with(b"# HELP"));
+        assert!(first.text().starts_with(b"# HELP"));
         while Arc::ptr_eq(&first, &store.latest().unwrap()) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }

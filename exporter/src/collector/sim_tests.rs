@@ -184,7 +184,7 @@ fn simulated_exposition_passes_promtool() {
     fleet.clock.set(320.0);
     let snapshot = fleet.collection.snapshot();
     assert_eq!(
-        crate::registry::encode::tests::promtool_check(&snapshot.text),
+        crate::registry::encode::tests::promtool_check(&snapshot.text()),
         ""
     );
     assert!(snapshot.success);

@@ -1,16 +1,20 @@
 //! The latest encoded collection, shared between the collection loop and the server.
 
+use super::{encode, MetricSet};
 use bytes::Bytes;
 use std::sync::{Arc, OnceLock, RwLock};
 use std::time::{Duration, Instant};
 
-/// One collection, encoded once in each exposition format.
+/// One collection, encoded in each exposition format when first asked for: a
+/// Prometheus negotiates one format, so the other is usually never written.
 #[derive(Debug)]
 pub struct Snapshot {
+    /// What was collected (empty when built from encoded bodies).
+    metrics: MetricSet,
     /// Text format 0.0.4.
-    pub text: Bytes,
+    text: OnceLock<Bytes>,
     /// OpenMetrics 1.0.0 text, ending in `# EOF`.
-    pub openmetrics: Bytes,
+    openmetrics: OnceLock<Bytes>,
     /// When the collection finished.
     pub collected_at: Instant,
     /// Whether the collection counts for readiness: at least one collector succeeded
@@ -21,11 +25,12 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// A snapshot from already-encoded bodies.
-    pub fn new(text: Bytes, openmetrics: Bytes, success: bool) -> Self {
+    /// A snapshot of `metrics`, encoded on demand.
+    pub fn from_metrics(metrics: MetricSet, success: bool) -> Self {
         Self {
-            text,
-            openmetrics,
+            metrics,
+            text: OnceLock::new(),
+            openmetrics: OnceLock::new(),
             collected_at: Instant::now(),
             success,
             gzip_text: OnceLock::new(),
@@ -33,14 +38,38 @@ impl Snapshot {
         }
     }
 
+    /// A snapshot from already-encoded bodies.
+    pub fn new(text: Bytes, openmetrics: Bytes, success: bool) -> Self {
+        Self {
+            text: OnceLock::from(text),
+            openmetrics: OnceLock::from(openmetrics),
+            ..Self::from_metrics(MetricSet::new(), success)
+        }
+    }
+
+    /// The body in text format 0.0.4, encoded at most once per snapshot.
+    pub fn text(&self) -> Bytes {
+        self.text
+            .get_or_init(|| encode::text(&self.metrics))
+            .clone()
+    }
+
+    /// The body in OpenMetrics 1.0.0, encoded at most once per snapshot.
+    pub fn openmetrics(&self) -> Bytes {
+        self.openmetrics
+            .get_or_init(|| encode::openmetrics(&self.metrics))
+            .clone()
+    }
+
     /// The gzip-compressed body, compressed at most once per snapshot.
     pub fn gzipped(&self, openmetrics: bool) -> Bytes {
-        let (cell, body) = if openmetrics {
-            (&self.gzip_openmetrics, &self.openmetrics)
+        if openmetrics {
+            self.gzip_openmetrics
+                .get_or_init(|| gzip(&self.openmetrics()))
+                .clone()
         } else {
-            (&self.gzip_text, &self.text)
-        };
-        cell.get_or_init(|| gzip(body)).clone()
+            self.gzip_text.get_or_init(|| gzip(&self.text())).clone()
+        }
     }
 }
 

@@ -72,8 +72,8 @@ impl Routes {
         let openmetrics = format == Format::OpenMetrics;
         let body = match (gzip, openmetrics) {
             (true, _) => snapshot.gzipped(openmetrics),
-            (false, true) => snapshot.openmetrics.clone(),
-            (false, false) => snapshot.text.clone(),
+            (false, true) => snapshot.openmetrics(),
+            (false, false) => snapshot.text(),
         };
         let mut response = Response::new(Body::new(body));
         let headers = response.headers_mut();

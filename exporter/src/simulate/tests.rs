@@ -177,6 +177,7 @@ fn families_and_series_are_contiguous_and_in_time_order() {
     }
     assert_eq!(text.matches("# TYPE poolprof_gpu_up gauge").count(), 1);
     assert!(!text.contains("collector_duration_seconds"));
+    assert!(!text.contains("collector_cpu_seconds"));
 }
 
 /// Values of one series by timestamp.

@@ -7,6 +7,7 @@ use super::convert::{
 use super::error::read_error;
 use super::fields::{self, FieldRequest};
 use super::gpm::GpmState;
+use super::lists::{self, ListCapacity};
 use super::reuse::Reused;
 use super::{mig, processes};
 use crate::backend::{
@@ -31,24 +32,27 @@ const CLOCKS: [(Clock, &str); 4] = [
     (Clock::Video, "video"),
 ];
 
-/// How long an energy reading is reused. The query costs about 3 ms of CPU on an
-/// H100 (docs/validation/exporter-h100.md), a third of the exporter's budget at a 1 s
-/// interval; a counter that moves every 5 s still gives exact `rate()`s.
-const ENERGY_REFRESH: Duration = Duration::from_secs(5);
+// Readings reused for a while because taking them costs CPU that a 1 s collection
+// cannot afford, for values that change slowly or are counters (which still give
+// exact `rate()`s). CPU per read on an H100 with a GEMM running, driver 580
+// (`docs/validation/cost/h100-collector-cpu.md`): the energy counter 4.0 ms (one
+// read every 5 s was 0.08% of a core alone), PCIe replays and link 0.5 ms, MIG mode
+// 0.14 ms, process-utilization samples 1.1 ms (one call, see `lists`).
 
-/// How long the PCIe replay counter and link state are reused: together 0.6 ms of
-/// CPU per read on an H100 (`docs/validation/exporter-cost.sh`), for values that
-/// change rarely (a counter still gives exact `rate()`s).
-const PCIE_REFRESH: Duration = Duration::from_secs(5);
+/// How long an energy reading is reused (the counter then moves every 30 s, as
+/// DCGM's default field interval does).
+const ENERGY_REFRESH: Duration = Duration::from_secs(30);
 
-/// How long the MIG mode is reused (0.14 ms per query on an H100). MIG mode changes
-/// only when an operator reconfigures the GPU; instances are still read every time
-/// while it is on.
+/// How long the PCIe replay counter and link state are reused.
+const PCIE_REFRESH: Duration = Duration::from_secs(30);
+
+/// How long the MIG mode is reused. MIG mode changes only when an operator
+/// reconfigures the GPU; instances are still read every time while it is on.
 const MIG_MODE_REFRESH: Duration = Duration::from_secs(10);
 
-/// How long process-utilization samples are reused: the query costs about 2.4 ms
-/// of CPU on an H100 while a compute process runs (see [`processes::Sampling`]).
-const PROCESS_UTILIZATION_REFRESH: Duration = Duration::from_secs(5);
+/// How long process-utilization samples are reused (see [`processes::Sampling`]):
+/// each process's newest sample is kept, so its ratios are at most this old.
+const PROCESS_UTILIZATION_REFRESH: Duration = Duration::from_secs(10);
 
 /// One GPU and the state its two-sample reads keep between calls.
 pub struct NvmlDevice {
@@ -65,6 +69,9 @@ pub struct NvmlDevice {
     pcie_link: Mutex<Reused<PcieLink>>,
     /// Whether MIG is on, reused for [`MIG_MODE_REFRESH`].
     mig_enabled: Mutex<Reused<bool>>,
+    /// Buffer sizes of the list queries, so each is one driver call.
+    process_list: ListCapacity,
+    sample_list: ListCapacity,
     /// Whether the GPU has any NVLink, learnt on the first successful probe: a GPU
     /// without links need not be asked about all 18 possible links every interval.
     has_links: OnceLock<bool>,
@@ -86,6 +93,8 @@ impl NvmlDevice {
             pcie_replays: Mutex::new(Reused::new(PCIE_REFRESH)),
             pcie_link: Mutex::new(Reused::new(PCIE_REFRESH)),
             mig_enabled: Mutex::new(Reused::new(MIG_MODE_REFRESH)),
+            process_list: ListCapacity::default(),
+            sample_list: ListCapacity::default(),
             has_links: OnceLock::new(),
         }
     }
@@ -112,7 +121,12 @@ impl NvmlDevice {
             return Ok(None);
         }
         sampling.get(Instant::now(), |last| {
-            match self.device.process_utilization_stats(last) {
+            match lists::process_utilization(
+                self.nvml,
+                &self.device,
+                last.unwrap_or(0),
+                &self.sample_list,
+            ) {
                 Ok(samples) => Ok(Some(samples)),
                 // NVML answers NotFound when no process was busy since `last`.
                 Err(NvmlError::NotFound) => Ok(Some(Vec::new())),
@@ -384,9 +398,7 @@ impl crate::backend::Device for NvmlDevice {
     fn processes(&self) -> Reading<Vec<ProcessUsage>> {
         // The v3 query (drivers ≥ 510); the older v2 entry point needs nvml-wrapper's
         // legacy feature and brings nothing a current driver lacks.
-        let running = self
-            .device
-            .running_compute_processes()
+        let running = lists::compute_processes(self.nvml, &self.device, &self.process_list)
             .map_err(read_error)?;
         // The utilization query costs ~2.4 ms of CPU even with nothing to report.
         let samples = self.process_samples(!running.is_empty())?;

@@ -6,6 +6,7 @@ mod device;
 mod error;
 mod fields;
 mod gpm;
+mod lists;
 mod mig;
 mod processes;
 mod reuse;

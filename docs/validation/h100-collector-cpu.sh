@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Where poolprof-exporter's CPU goes on a GPU node, in one command: a GEMM loop keeps
+# GPU 0 busy; the NVML query costs are timed first (nvml_call_cost.py, rounds one
+# second apart); then one exporter per collector (`--collector.disable-defaults
+# --collector.<name>`), one with none, and one with all run side by side, each scraped
+# once a second, for DURATION seconds. CPU is read from /proc/PID/schedstat (on-CPU
+# nanoseconds, not 10 ms ticks), and per thread for the exporter with all collectors.
+#
+# Run in the repository root on the GPU node; carry target/release/poolprof-exporter.
+# Environment: DURATION (default 90 s), ROUNDS (NVML query rounds, default 30),
+# BIN (default target/release/poolprof-exporter), EXPORTER_ARGS (extra flags, e.g.
+# `--simulate 1` to try the script without a GPU), OUT (results, default a new folder).
+set -uo pipefail
+
+cd "$(dirname "$0")/../.." || { echo "h100-collector-cpu.sh: cannot enter the repository root" >&2; exit 1; }
+DURATION=${DURATION:-90}
+ROUNDS=${ROUNDS:-30}
+BIN=${BIN:-target/release/poolprof-exporter}
+EXPORTER_ARGS=${EXPORTER_ARGS:-}
+OUT=${OUT:-$(mktemp -d -t poolprof-collector-cpu.XXXXXX)}
+COLLECTORS="utilization memory power temperature clocks pcie clock_events ecc xid nvlink codec process gpm mig"
+note() { echo "h100-collector-cpu.sh: $*" >&2; }
+[[ -x "$BIN" ]] || { note "missing $BIN: build it (cargo build --release -p poolprof-exporter) and carry it"; exit 2; }
+mkdir -p "$OUT"
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; }
+trap cleanup EXIT
+
+python3 - "$((DURATION + 300))" > "$OUT/gemm.log" 2>&1 <<'PY' &
+import sys, time, torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+deadline = time.time() + float(sys.argv[1])
+while time.time() < deadline:
+    for _ in range(20): c = a @ b
+    torch.cuda.synchronize()
+PY
+PIDS+=($!)
+sleep 8
+echo "## NVML queries (GEMM loop on GPU 0)"
+python3 docs/validation/nvml_call_cost.py "$ROUNDS" 1.0 || note "nvml_call_cost.py failed"
+
+port=19600
+declare -A PID_OF PORT_OF
+start() {  # start NAME ARGS...
+  local name=$1; shift
+  "$BIN" --web.listen-address="127.0.0.1:$port" --collect-interval=1s --no-kernels $EXPORTER_ARGS "$@" \
+    > "$OUT/$name.log" 2>&1 &
+  PIDS+=($!); PID_OF[$name]=$!; PORT_OF[$name]=$port; port=$((port + 1))
+}
+start all
+start none --collector.disable-defaults
+for c in $COLLECTORS; do start "only-$c" --collector.disable-defaults "--collector.$c"; done
+sleep 3
+for name in "${!PID_OF[@]}"; do
+  kill -0 "${PID_OF[$name]}" 2>/dev/null || { note "$name exited:"; tail -3 "$OUT/$name.log" >&2; }
+done
+( while true; do for name in "${!PORT_OF[@]}"; do curl -s -o /dev/null "127.0.0.1:${PORT_OF[$name]}/metrics"; done; sleep 1; done ) &
+PIDS+=($!)
+sleep 7
+# The sum over the process's threads: /proc/PID/schedstat counts the main thread only.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d", s}'; }
+threads() {  # pid -> "tid comm cpu_ns" per thread
+  for t in /proc/"$1"/task/*; do
+    echo "${t##*/} $(tr ' ' _ < "$t/comm") $(awk '{print $1}' "$t/schedstat")"
+  done | sort
+}
+declare -A BEFORE
+for name in "${!PID_OF[@]}"; do BEFORE[$name]=$(cpu_ns "${PID_OF[$name]}"); done
+threads "${PID_OF[all]}" > "$OUT/threads-before.txt"
+curl -s "127.0.0.1:${PORT_OF[all]}/metrics" > "$OUT/all-before.prom"
+sleep "$DURATION"
+curl -s "127.0.0.1:${PORT_OF[all]}/metrics" > "$OUT/all-after.prom"
+threads "${PID_OF[all]}" > "$OUT/threads-after.txt"
+echo
+echo "## Exporters side by side, ${DURATION} s, each scraped once a second"
+echo "| exporter | CPU % of one core | above none |"
+echo "| --- | ---: | ---: |"
+none_pct=$(awk -v a="${BEFORE[none]}" -v b="$(cpu_ns "${PID_OF[none]}")" -v d="$DURATION" 'BEGIN{printf "%.4f", (b-a)/d/1e7}')
+for name in all none $(for c in $COLLECTORS; do echo "only-$c"; done); do
+  after=$(cpu_ns "${PID_OF[$name]}")
+  awk -v n="$name" -v a="${BEFORE[$name]}" -v b="$after" -v d="$DURATION" -v z="$none_pct" \
+    'BEGIN{p=(b-a)/d/1e7; printf "| %s | %.4f | %+.4f |\n", n, p, p-z}'
+done
+echo
+echo "## Threads of the exporter with every collector"
+echo "| thread | CPU % of one core |"
+echo "| --- | ---: |"
+join "$OUT/threads-before.txt" "$OUT/threads-after.txt" |
+  awk -v d="$DURATION" '{printf "| %s (%s) | %.4f |\n", $2, $1, ($5-$3)/d/1e7}'
+echo
+echo "## Collector durations of the exporter with every collector (last collection)"
+grep '^poolprof_exporter_collector_duration_seconds' "$OUT/all-after.prom"
