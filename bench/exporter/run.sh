@@ -30,6 +30,9 @@
 #   WINDOW         seconds per window, for the spread (default 30)
 #   SCRAPE_EVERY   seconds between scrapes of each HTTP subject during the window,
 #                  as a Prometheus would (default 1; 0: no scrapes)
+#   SCRAPE_LIKE_PROMETHEUS  1 (default): window scrapes send Prometheus 2.x's Accept
+#                  header (OpenMetrics first) and Accept-Encoding: gzip, over one kept
+#                  connection, as a Prometheus server does; 0: plain text, no gzip
 #   LAT_SECONDS    seconds per latency run (default 5)
 #   LAT_REPS       latency runs per HTTP subject (default 5)
 #   CONCURRENCY    scrapers in a latency run (default 50)
@@ -52,6 +55,9 @@ GEMM=${GEMM:-0}; GEMM_SIZE=${GEMM_SIZE:-8192}
 num GEMM "$GEMM" 0 1; num GEMM_SIZE "$GEMM_SIZE" 256 32768
 num LAT_SECONDS "$LAT_SECONDS" 1 600; num LAT_REPS "$LAT_REPS" 1 50; num CONCURRENCY "$CONCURRENCY" 1 1024; num LAT_GZIP "$LAT_GZIP" 0 1
 GZIP_FLAG=(); (( LAT_GZIP )) && GZIP_FLAG=(--gzip)
+SCRAPE_LIKE_PROMETHEUS=${SCRAPE_LIKE_PROMETHEUS:-1}; num SCRAPE_LIKE_PROMETHEUS "$SCRAPE_LIKE_PROMETHEUS" 0 1
+PROMETHEUS_ACCEPT='application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
+WINDOW_FLAGS=(); (( SCRAPE_LIKE_PROMETHEUS )) && WINDOW_FLAGS=(--gzip --accept "$PROMETHEUS_ACCEPT")
 (( WINDOW <= DURATION )) || die "WINDOW=$WINDOW is longer than DURATION=$DURATION" 2
 
 pick() { for f in "$@"; do [[ -x "$f" ]] && { echo "$f"; return 0; }; done; return 1; }
@@ -131,7 +137,7 @@ wait_ready() { # name
   echo "host: $(nproc) CPUs, $(uname -sr)"
   (( HAVE_SMI )) && echo "gpu: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
   echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  echo "settings: DURATION=$DURATION WINDOW=$WINDOW SCRAPE_EVERY=$SCRAPE_EVERY GEMM=$GEMM LAT_SECONDS=$LAT_SECONDS LAT_REPS=$LAT_REPS CONCURRENCY=$CONCURRENCY LAT_GZIP=$LAT_GZIP"
+  echo "settings: DURATION=$DURATION WINDOW=$WINDOW SCRAPE_EVERY=$SCRAPE_EVERY GEMM=$GEMM LAT_SECONDS=$LAT_SECONDS LAT_REPS=$LAT_REPS CONCURRENCY=$CONCURRENCY LAT_GZIP=$LAT_GZIP SCRAPE_LIKE_PROMETHEUS=$SCRAPE_LIKE_PROMETHEUS"
 } > "$WORK/meta.txt"
 
 # The GEMM loop runs for at most the whole benchmark plus margin even if the trap
@@ -199,7 +205,7 @@ for s in "${SUBJECTS[@]}"; do
   printf '%s\t%s\t%s\n' "$s" "$bytes" "$series" >> "$WORK/exposition.tsv"
   if (( SCRAPE_EVERY > 0 )); then
     "$SCRAPE_LOAD" --url "http://127.0.0.1:${PORT[$s]}/metrics" --concurrency 1 --threads 1 \
-      --interval "${SCRAPE_EVERY}s" --duration "${DURATION}s" --timeout 5s --format kv \
+      --interval "${SCRAPE_EVERY}s" --duration "${DURATION}s" --timeout 5s --format kv "${WINDOW_FLAGS[@]}" \
       > "$WORK/$s.window-scrapes.txt" 2>&1 &
     BG+=($!)
   fi

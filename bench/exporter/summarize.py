@@ -99,8 +99,11 @@ def main():
     print()
     windows = {len(v) for v in cpu.values()}
     reps = {len(v) for v in lat.values()}
+    like = read_meta(work).get("SCRAPE_LIKE_PROMETHEUS", "0") == "1"
+    how = ("with Prometheus's Accept (OpenMetrics first) and gzip over a kept connection"
+           if like else "in plain text without gzip over a kept connection")
     print(f"CPU: utime+stime from /proc/PID/stat over {', '.join(map(str, sorted(windows)))} windows; "
-          "all subjects ran at once, each scraped once a second as a Prometheus would "
+          f"all subjects ran at once, each scraped once a second {how} "
           "(dmon and floor are not scraped). Latency: median over "
           f"{', '.join(map(str, sorted(reps))) or 0} interleaved runs of scrape-load, (min–max) across runs; "
           "latency includes connecting when the server closes connections (HTTP/1.0).")

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Where poolprof-exporter's CPU goes on a GPU node, in one command: a GEMM loop keeps
 # GPU 0 busy; the NVML query costs are timed first (nvml_call_cost.py, rounds one
-# second apart); then one exporter per collector (`--collector.disable-defaults
-# --collector.<name>`), one with none, and one with all run side by side, each scraped
-# once a second, for DURATION seconds. CPU is read from /proc/PID/schedstat (on-CPU
-# nanoseconds, not 10 ms ticks), and per thread for the exporter with all collectors.
+# second apart); then side by side for DURATION seconds, each scraped once a second
+# with Prometheus's Accept and Accept-Encoding headers: the exporter with every
+# collector (`all`), one with none, one per collector (`--collector.disable-defaults
+# --collector.<name>`; PER_COLLECTOR=0 leaves these out), and other builds given in
+# EXTRA as `name=path` (every collector, to compare builds in the same run). CPU is
+# read from /proc/PID/task/*/schedstat (on-CPU nanoseconds, not 10 ms ticks), per
+# thread for `all`; `all` also reports its own per-collector CPU counters.
 #
 # Run in the repository root on the GPU node; carry target/release/poolprof-exporter.
-# Environment: DURATION (default 90 s), ROUNDS (NVML query rounds, default 30),
+# Environment: DURATION (default 90 s), ROUNDS (NVML query rounds, default 30; 0
+# skips them), PER_COLLECTOR (default 1), EXTRA (default none),
 # BIN (default target/release/poolprof-exporter), EXPORTER_ARGS (extra flags, e.g.
 # `--simulate 1` to try the script without a GPU), OUT (results, default a new folder).
 set -uo pipefail
@@ -15,6 +19,8 @@ set -uo pipefail
 cd "$(dirname "$0")/../.." || { echo "h100-collector-cpu.sh: cannot enter the repository root" >&2; exit 1; }
 DURATION=${DURATION:-90}
 ROUNDS=${ROUNDS:-30}
+PER_COLLECTOR=${PER_COLLECTOR:-1}
+EXTRA=${EXTRA:-}
 BIN=${BIN:-target/release/poolprof-exporter}
 EXPORTER_ARGS=${EXPORTER_ARGS:-}
 OUT=${OUT:-$(mktemp -d -t poolprof-collector-cpu.XXXXXX)}
@@ -38,24 +44,35 @@ PY
 PIDS+=($!)
 sleep 8
 echo "## NVML queries (GEMM loop on GPU 0)"
-python3 docs/validation/nvml_call_cost.py "$ROUNDS" 1.0 || note "nvml_call_cost.py failed"
+(( ROUNDS > 0 )) && { python3 docs/validation/nvml_call_cost.py "$ROUNDS" 1.0 || note "nvml_call_cost.py failed"; }
 
 port=19600
 declare -A PID_OF PORT_OF
-start() {  # start NAME ARGS...
-  local name=$1; shift
-  "$BIN" --web.listen-address="127.0.0.1:$port" --collect-interval=1s --no-kernels $EXPORTER_ARGS "$@" \
+start() {  # start NAME BINARY ARGS...
+  local name=$1 bin=$2; shift 2
+  "$bin" --web.listen-address="127.0.0.1:$port" --collect-interval=1s --no-kernels $EXPORTER_ARGS "$@" \
     > "$OUT/$name.log" 2>&1 &
   PIDS+=($!); PID_OF[$name]=$!; PORT_OF[$name]=$port; port=$((port + 1))
 }
-start all
-start none --collector.disable-defaults
-for c in $COLLECTORS; do start "only-$c" --collector.disable-defaults "--collector.$c"; done
+SUBJECTS="all none"
+start all "$BIN"
+start none "$BIN" --collector.disable-defaults
+for extra in $EXTRA; do
+  [[ -x "${extra#*=}" ]] || { note "EXTRA: ${extra#*=} is not an executable"; exit 2; }
+  start "${extra%%=*}" "${extra#*=}"; SUBJECTS="$SUBJECTS ${extra%%=*}"
+done
+if (( PER_COLLECTOR )); then
+  for c in $COLLECTORS; do
+    start "only-$c" "$BIN" --collector.disable-defaults "--collector.$c"; SUBJECTS="$SUBJECTS only-$c"
+  done
+fi
+# What Prometheus 2.x sends (scrape_protocols default), gzip included.
+ACCEPT='Accept: application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1'
 sleep 3
 for name in "${!PID_OF[@]}"; do
   kill -0 "${PID_OF[$name]}" 2>/dev/null || { note "$name exited:"; tail -3 "$OUT/$name.log" >&2; }
 done
-( while true; do for name in "${!PORT_OF[@]}"; do curl -s -o /dev/null "127.0.0.1:${PORT_OF[$name]}/metrics"; done; sleep 1; done ) &
+( while true; do for name in "${!PORT_OF[@]}"; do curl -s -o /dev/null --compressed -H "$ACCEPT" "127.0.0.1:${PORT_OF[$name]}/metrics"; done; sleep 1; done ) &
 PIDS+=($!)
 sleep 7
 # The sum over the process's threads: /proc/PID/schedstat counts the main thread only.
@@ -77,7 +94,7 @@ echo "## Exporters side by side, ${DURATION} s, each scraped once a second"
 echo "| exporter | CPU % of one core | above none |"
 echo "| --- | ---: | ---: |"
 none_pct=$(awk -v a="${BEFORE[none]}" -v b="$(cpu_ns "${PID_OF[none]}")" -v d="$DURATION" 'BEGIN{printf "%.4f", (b-a)/d/1e7}')
-for name in all none $(for c in $COLLECTORS; do echo "only-$c"; done); do
+for name in $SUBJECTS; do
   after=$(cpu_ns "${PID_OF[$name]}")
   awk -v n="$name" -v a="${BEFORE[$name]}" -v b="$after" -v d="$DURATION" -v z="$none_pct" \
     'BEGIN{p=(b-a)/d/1e7; printf "| %s | %.4f | %+.4f |\n", n, p, p-z}'
@@ -88,6 +105,13 @@ echo "| thread | CPU % of one core |"
 echo "| --- | ---: |"
 join "$OUT/threads-before.txt" "$OUT/threads-after.txt" |
   awk -v d="$DURATION" '{printf "| %s (%s) | %.4f |\n", $2, $1, ($5-$3)/d/1e7}'
+echo
+echo "## Collector CPU of the exporter with every collector, over the window (its own counters)"
+echo "| collector | CPU % of one core |"
+echo "| --- | ---: |"
+join <(grep '^poolprof_exporter_collector_cpu_seconds_total' "$OUT/all-before.prom" | sort) \
+     <(grep '^poolprof_exporter_collector_cpu_seconds_total' "$OUT/all-after.prom" | sort) |
+  awk -v d="$DURATION" '{sub(/.*collector="/, "", $1); sub(/".*/, "", $1); printf "| %s | %.4f |\n", $1, ($3-$2)/d*100}'
 echo
 echo "## Collector durations of the exporter with every collector (last collection)"
 grep '^poolprof_exporter_collector_duration_seconds' "$OUT/all-after.prom"

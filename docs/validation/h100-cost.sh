@@ -19,7 +19,10 @@
 #
 # Environment: DURATION (default 240 s), WINDOW (30 s), LAT_REPS (3), PEERS (default:
 # "floor dmon python", less what cannot run), GEMM (default 1 where torch sees a
-# GPU), NVML_ARGS (extra exporter flags), OUT (results; default a new folder).
+# GPU), NVML_ARGS (extra exporter flags), BASELINE (another poolprof-exporter binary,
+# e.g. an earlier build, run beside it as subject `baseline` with the same flags; it
+# cannot take the kernel socket the first one holds), OUT (results; default a new
+# folder). Window scrapes are Prometheus-like (OpenMetrics, gzip, kept connection).
 # Defaults take about 5.5 minutes.
 set -uo pipefail
 
@@ -73,6 +76,13 @@ if [[ -z "${GEMM:-}" ]]; then
   fi
 fi
 
+BASELINE=${BASELINE:-}
+if [[ -n "$BASELINE" ]]; then
+  [[ -x "$BASELINE" ]] || { note "BASELINE=$BASELINE is not an executable"; exit 2; }
+  peers="$peers baseline"
+  export BASELINE_CMD="$BASELINE $NVML_ARGS --web.listen-address=127.0.0.1:{port} --collect-interval=1s"
+fi
+
 note "$(date -u +%FT%TZ) DURATION=$DURATION WINDOW=$WINDOW LAT_REPS=$LAT_REPS PEERS='${peers# }' GEMM=$GEMM exporter flags '$NVML_ARGS'; results in $OUT"
 mkdir -p "$OUT"
 # Latency is measured too (the bench always does), with fewer runs than the default.
@@ -87,7 +97,7 @@ fi
 echo
 echo "### resident memory by mapping at the end of the window (KiB, largest first)"
 RAW=$(mktemp -d -t poolprof-cost-raw.XXXXXX) && tar -C "$RAW" -xzf "$OUT/bench-raw.tar.gz" 2> /dev/null
-for s in poolprof floor dmon python; do
+for s in poolprof baseline floor dmon python; do
   f="$RAW/$s.smaps.txt"
   [[ -s "$f" ]] || continue
   echo "#### $s"

@@ -55,6 +55,8 @@ pub struct Args {
     pub timeout: Duration,
     /// Ask for gzip like Prometheus does.
     pub gzip: bool,
+    /// The Accept header to send, if any (Prometheus asks for OpenMetrics first).
+    pub accept: Option<String>,
     /// Runtime worker threads.
     pub threads: usize,
     /// Output format.
@@ -71,6 +73,7 @@ usage: scrape-load --url http://127.0.0.1:PORT/metrics [options]
   --interval D         pause between requests of one scraper (default 0: back to back)
   --timeout D          longest wait for one response (default 10s)
   --gzip               send Accept-Encoding: gzip
+  --accept VALUE       send this Accept header (e.g. Prometheus's, OpenMetrics first)
   --threads N          runtime threads (default 2)
   --format text|kv     output for people or one key=value line (default text)
 Only loopback targets (127.0.0.1, ::1, localhost) are allowed.";
@@ -147,6 +150,7 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
         interval: Duration::ZERO,
         timeout: Duration::from_secs(10),
         gzip: false,
+        accept: None,
         threads: 2,
         format: Format::Text,
     };
@@ -166,6 +170,15 @@ pub fn parse(argv: &[String]) -> Result<Args, String> {
             "--url" => url = Some(value()?),
             "--get" => args.mode = Mode::Get,
             "--gzip" => args.gzip = true,
+            "--accept" => {
+                let v = value()?;
+                if v.is_empty() || v.len() > 1024 || v.chars().any(|c| c.is_control()) {
+                    return Err(
+                        "--accept must be a header value of 1 to 1024 printable characters".into(),
+                    );
+                }
+                args.accept = Some(v);
+            }
             "--concurrency" => {
                 args.concurrency = parse_count(name, &value()?, MAX_CONCURRENCY as u64)? as usize
             }
@@ -219,6 +232,25 @@ mod tests {
         assert!(a.gzip);
         assert_eq!(a.format, Format::Kv);
         assert_eq!(a.mode, Mode::Get);
+        assert_eq!(a.accept, None);
+        let a = parse(&[
+            "--url".to_string(),
+            "http://127.0.0.1:1/".to_string(),
+            "--accept".to_string(),
+            "application/openmetrics-text;version=1.0.0,text/plain;q=0.5".to_string(),
+        ])
+        .unwrap();
+        assert_eq!(
+            a.accept.as_deref(),
+            Some("application/openmetrics-text;version=1.0.0,text/plain;q=0.5")
+        );
+        for bad in ["", "a\nb"] {
+            let parsed = parse(&[
+                "--url=http://127.0.0.1:1/".to_string(),
+                format!("--accept={bad}"),
+            ]);
+            assert!(parsed.is_err(), "{bad:?} accepted");
+        }
     }
 
     #[test]

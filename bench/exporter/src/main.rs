@@ -49,7 +49,7 @@ fn main() -> ExitCode {
 async fn get_once(args: &Args) -> ExitCode {
     let fetch = async {
         let mut sender = scraper::connect(&args.target).await.map_err(|e| (3, e))?;
-        scraper::get(&mut sender, &args.target, args.gzip)
+        scraper::get(&mut sender, &args.target, args.gzip, args.accept.as_deref())
             .await
             .map_err(|e| (1, e))
     };
@@ -89,6 +89,7 @@ async fn load(args: &Args) -> ExitCode {
         interval: args.interval,
         timeout: args.timeout,
         gzip: args.gzip,
+        accept: args.accept.clone(),
     });
     let tasks: Vec<_> = (0..args.concurrency)
         .map(|_| tokio::spawn(scraper::run(Arc::clone(&plan))))

@@ -7,7 +7,7 @@ use crate::histogram::Histogram;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header::{ACCEPT_ENCODING, HOST};
+use hyper::header::{ACCEPT, ACCEPT_ENCODING, HOST};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -79,10 +79,14 @@ pub async fn get(
     sender: &mut SendRequest<Empty<Bytes>>,
     target: &Target,
     gzip: bool,
+    accept: Option<&str>,
 ) -> Result<Response, String> {
     let mut req = Request::get(target.path.as_str()).header(HOST, target.authority.as_str());
     if gzip {
         req = req.header(ACCEPT_ENCODING, "gzip");
+    }
+    if let Some(accept) = accept {
+        req = req.header(ACCEPT, accept);
     }
     let req = req
         .body(Empty::<Bytes>::new())
@@ -124,6 +128,8 @@ pub struct Plan {
     pub timeout: Duration,
     /// Send Accept-Encoding: gzip.
     pub gzip: bool,
+    /// The Accept header to send, if any.
+    pub accept: Option<String>,
 }
 
 /// Runs one scraper until the deadline or the budget ends. The latency of a
@@ -142,7 +148,7 @@ pub async fn run(plan: Arc<Plan>) -> Outcome {
                 Some(s) => s,
                 None => connect(&plan.target).await?,
             };
-            let result = get(&mut live, &plan.target, plan.gzip).await;
+            let result = get(&mut live, &plan.target, plan.gzip, plan.accept.as_deref()).await;
             if result.is_ok() {
                 sender = Some(live);
             }

@@ -1,10 +1,11 @@
 //! Where collected metrics live between a collection and the scrapes that serve it.
 //!
-//! Collectors write into a [`MetricSet`]; the collection loop encodes it once into a
-//! [`Snapshot`] and swaps it into the [`SnapshotStore`]; the HTTP server only reads
-//! encoded bytes, so a scrape never touches NVML.
+//! Collectors write into a [`MetricSet`]; the collection loop swaps it, as a
+//! [`Snapshot`], into the [`SnapshotStore`]; the first scrape asking for a format
+//! encodes the snapshot in it (and gzips it) once, so a scrape never touches NVML.
 
 pub mod encode;
+pub mod gzip;
 pub mod metric_set;
 pub mod snapshot;
 

@@ -1,5 +1,6 @@
 //! The latest encoded collection, shared between the collection loop and the server.
 
+use super::gzip::gzip;
 use super::{encode, MetricSet};
 use bytes::Bytes;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -71,16 +72,6 @@ impl Snapshot {
             self.gzip_text.get_or_init(|| gzip(&self.text())).clone()
         }
     }
-}
-
-fn gzip(body: &[u8]) -> Bytes {
-    use flate2::{write::GzEncoder, Compression};
-    use std::io::Write;
-    let mut encoder = GzEncoder::new(Vec::with_capacity(body.len() / 4), Compression::fast());
-    encoder
-        .write_all(body)
-        .expect("writing to a Vec cannot fail");
-    Bytes::from(encoder.finish().expect("writing to a Vec cannot fail"))
 }
 
 /// Holds the latest snapshot and when a collection last succeeded.

@@ -37,7 +37,7 @@ const CLOCKS: [(Clock, &str); 4] = [
 // exact `rate()`s). CPU per read on an H100 with a GEMM running, driver 580
 // (`docs/validation/cost/h100-collector-cpu.md`): the energy counter 4.0 ms (one
 // read every 5 s was 0.08% of a core alone), PCIe replays and link 0.5 ms, MIG mode
-// 0.14 ms, process-utilization samples 1.1 ms (one call, see `lists`).
+// 0.14 ms, process-utilization samples 2.1 ms.
 
 /// How long an energy reading is reused (the counter then moves every 30 s, as
 /// DCGM's default field interval does).
