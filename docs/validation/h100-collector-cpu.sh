@@ -2,7 +2,8 @@
 # Where poolprof-exporter's CPU goes on a GPU node, in one command: a GEMM loop keeps
 # GPU 0 busy; the NVML query costs are timed first (nvml_call_cost.py, rounds one
 # second apart); then side by side for DURATION seconds, each scraped once a second
-# with Prometheus's Accept and Accept-Encoding headers: the exporter with every
+# with Prometheus's Accept and Accept-Encoding headers over a kept connection
+# (target/release/scrape-load, carried beside the exporter): the exporter with every
 # collector (`all`), one with none, one per collector (`--collector.disable-defaults
 # --collector.<name>`; PER_COLLECTOR=0 leaves these out), and other builds given in
 # EXTRA as `name=path` (every collector, to compare builds in the same run). CPU is
@@ -72,8 +73,19 @@ sleep 3
 for name in "${!PID_OF[@]}"; do
   kill -0 "${PID_OF[$name]}" 2>/dev/null || { note "$name exited:"; tail -3 "$OUT/$name.log" >&2; }
 done
-( while true; do for name in "${!PORT_OF[@]}"; do curl -s -o /dev/null --compressed -H "$ACCEPT" "127.0.0.1:${PORT_OF[$name]}/metrics"; done; sleep 1; done ) &
-PIDS+=($!)
+# A kept connection per exporter, as Prometheus keeps one (scrape-load where it was
+# carried; curl, a new connection per scrape, otherwise).
+if [[ -x target/release/scrape-load ]]; then
+  for name in "${!PORT_OF[@]}"; do
+    target/release/scrape-load --url "http://127.0.0.1:${PORT_OF[$name]}/metrics" --concurrency 1 --threads 1 \
+      --interval 1s --duration "$((DURATION + 30))s" --gzip --accept "${ACCEPT#Accept: }" --format kv > /dev/null 2>&1 &
+    PIDS+=($!)
+  done
+else
+  note "target/release/scrape-load not carried: scraping with curl, a new connection each time"
+  ( while true; do for name in "${!PORT_OF[@]}"; do curl -s -o /dev/null --compressed -H "$ACCEPT" "127.0.0.1:${PORT_OF[$name]}/metrics"; done; sleep 1; done ) &
+  PIDS+=($!)
+fi
 sleep 7
 # The sum over the process's threads: /proc/PID/schedstat counts the main thread only.
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%d", s}'; }

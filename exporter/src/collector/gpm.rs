@@ -64,7 +64,7 @@ pub(crate) fn write_gpm(
     );
     put(
         "graphics_engine_active_ratio",
-        "Fraction of time the graphics/compute engine of {the} was busy (GPM; with NVML, over the last 10 s).",
+        "Fraction of time the graphics/compute engine of {the} was busy (GPM; with NVML, over the last 30 s).",
         None,
         gpm.graphics_engine_active,
     );

@@ -82,7 +82,7 @@ fn write_from(out: &mut MetricSet, proc: &Path, boot: Option<f64>, ticks: f64, p
             fds.count() as f64,
         );
     }
-    if let Some(max) = read("self/limits").and_then(|s| parse_max_fds(&s)) {
+    if let Some(max) = max_fds() {
         out.gauge(
             "process_max_fds",
             "Maximum number of open file descriptors.",
@@ -115,14 +115,16 @@ fn parse_boot_time(text: &str) -> Option<f64> {
         .and_then(|v| v.trim().parse().ok())
 }
 
-/// The soft limit of the "Max open files" row of `/proc/self/limits`.
-fn parse_max_fds(text: &str) -> Option<f64> {
-    let row = text.lines().find(|l| l.starts_with("Max open files"))?;
-    row["Max open files".len()..]
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+/// The soft limit on open files (a syscall, where `/proc/self/limits` would be a
+/// file to open and parse every collection).
+fn max_fds() -> Option<f64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit that we own.
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    (rc == 0 && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur as f64)
 }
 
 fn ticks_per_second() -> f64 {
@@ -162,8 +164,18 @@ mod tests {
 
     #[test]
     fn limits_and_boot_time_are_read() {
-        let limits = "Limit                     Soft Limit           Hard Limit           Units     \nMax open files            1024                 524288               files     \n";
-        assert_eq!(parse_max_fds(limits), Some(1024.0));
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap();
+        let row = limits
+            .lines()
+            .find(|l| l.starts_with("Max open files"))
+            .unwrap();
+        let soft: f64 = row["Max open files".len()..]
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(max_fds(), Some(soft), "the soft limit /proc shows");
         assert_eq!(
             parse_boot_time("cpu  1 2 3\nbtime 1700000000\n"),
             Some(1.7e9)

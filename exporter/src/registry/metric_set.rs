@@ -60,13 +60,17 @@ impl MetricSet {
         value: f64,
         timestamp_ms: Option<i64>,
     ) {
-        let (_, family) = self
-            .families
-            .entry(name.to_string())
-            .or_insert_with(|| (kind, new_family(name, help, kind)));
-        family
-            .mut_metric()
-            .push(sample(kind, labels, value, timestamp_ms));
+        let metric = sample(kind, labels, value, timestamp_ms);
+        // Looked up before inserting: most samples join a family that exists, and
+        // `entry` would allocate the name for each of them.
+        match self.families.get_mut(name) {
+            Some((_, family)) => family.mut_metric().push(metric),
+            None => {
+                let mut family = new_family(name, help, kind);
+                family.mut_metric().push(metric);
+                self.families.insert(name.to_string(), (kind, family));
+            }
+        }
     }
 
     /// Moves every family of `other` into this set, keeping this set's help text.

@@ -54,6 +54,11 @@ const MIG_MODE_REFRESH: Duration = Duration::from_secs(10);
 /// each process's newest sample is kept, so its ratios are at most this old.
 const PROCESS_UTILIZATION_REFRESH: Duration = Duration::from_secs(10);
 
+/// How long memory and utilization readings are reused: long enough that the GPU's
+/// up check and the memory collector, or the utilization and process collectors, of
+/// one collection share one query; far shorter than the shortest interval (100 ms).
+const SAME_COLLECTION: Duration = Duration::from_millis(50);
+
 /// One GPU and the state its two-sample reads keep between calls.
 pub struct NvmlDevice {
     nvml: &'static Nvml,
@@ -69,6 +74,9 @@ pub struct NvmlDevice {
     pcie_link: Mutex<Reused<PcieLink>>,
     /// Whether MIG is on, reused for [`MIG_MODE_REFRESH`].
     mig_enabled: Mutex<Reused<bool>>,
+    /// Memory and utilization, reused within one collection ([`SAME_COLLECTION`]).
+    memory: Mutex<Reused<Memory>>,
+    utilization: Mutex<Reused<Utilization>>,
     /// Buffer sizes of the list queries, so each is one driver call.
     process_list: ListCapacity,
     sample_list: ListCapacity,
@@ -93,6 +101,8 @@ impl NvmlDevice {
             pcie_replays: Mutex::new(Reused::new(PCIE_REFRESH)),
             pcie_link: Mutex::new(Reused::new(PCIE_REFRESH)),
             mig_enabled: Mutex::new(Reused::new(MIG_MODE_REFRESH)),
+            memory: Mutex::new(Reused::new(SAME_COLLECTION)),
+            utilization: Mutex::new(Reused::new(SAME_COLLECTION)),
             process_list: ListCapacity::default(),
             sample_list: ListCapacity::default(),
             has_links: OnceLock::new(),
@@ -164,20 +174,24 @@ impl crate::backend::Device for NvmlDevice {
     }
 
     fn utilization(&self) -> Reading<Utilization> {
-        let u = self.device.utilization_rates().map_err(read_error)?;
-        Ok(Utilization {
-            gpu: percent_u32_to_ratio(u.gpu),
-            memory: percent_u32_to_ratio(u.memory),
+        reused(&self.utilization, || {
+            let u = self.device.utilization_rates().map_err(read_error)?;
+            Ok(Utilization {
+                gpu: percent_u32_to_ratio(u.gpu),
+                memory: percent_u32_to_ratio(u.memory),
+            })
         })
     }
 
     fn memory(&self) -> Reading<Memory> {
-        let m = self.device.memory_info().map_err(read_error)?;
-        Ok(Memory {
-            total_bytes: m.total,
-            used_bytes: m.used,
-            free_bytes: m.free,
-            reserved_bytes: Some(m.reserved),
+        reused(&self.memory, || {
+            let m = self.device.memory_info().map_err(read_error)?;
+            Ok(Memory {
+                total_bytes: m.total,
+                used_bytes: m.used,
+                free_bytes: m.free,
+                reserved_bytes: Some(m.reserved),
+            })
         })
     }
 
@@ -400,7 +414,14 @@ impl crate::backend::Device for NvmlDevice {
         // legacy feature and brings nothing a current driver lacks.
         let running = lists::compute_processes(self.nvml, &self.device, &self.process_list)
             .map_err(read_error)?;
-        // The utilization query costs ~2.4 ms of CPU even with nothing to report.
+        // A lone process is all the GPU's work: its share is the GPU's utilization,
+        // and the samples query (~2.1 ms of CPU) is needed only to split it. Under
+        // MIG the GPU's utilization is not offered and the samples are read.
+        if let [only] = running.as_slice() {
+            if let Ok(utilization) = crate::backend::Device::utilization(self) {
+                return Ok(vec![processes::lone(only, utilization)]);
+            }
+        }
         let samples = self.process_samples(!running.is_empty())?;
         if running.is_empty() {
             return Ok(Vec::new());

@@ -2,7 +2,7 @@
 //! per-process samples; each read asks only for those newer than the last one seen.
 
 use super::convert::percent_u32_to_ratio;
-use crate::backend::ProcessUsage;
+use crate::backend::{ProcessUsage, Utilization};
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::struct_wrappers::device::{ProcessInfo, ProcessUtilizationSample};
 use std::collections::HashMap;
@@ -93,6 +93,26 @@ impl Sampling {
     }
 }
 
+/// The only process on a GPU, given the GPU's busy ratios: with nothing beside it,
+/// the GPU's busy time is its busy time.
+pub fn lone(info: &ProcessInfo, gpu: Utilization) -> ProcessUsage {
+    ProcessUsage {
+        pid: info.pid,
+        used_memory_bytes: used_memory(info),
+        sm_ratio: Some(gpu.gpu),
+        memory_ratio: Some(gpu.memory),
+        gpu_instance_id: info.gpu_instance_id,
+        workload: None,
+    }
+}
+
+fn used_memory(info: &ProcessInfo) -> Option<u64> {
+    match info.used_gpu_memory {
+        UsedGpuMemory::Used(bytes) => Some(bytes),
+        UsedGpuMemory::Unavailable => None,
+    }
+}
+
 /// Joins running processes with their newest samples. A process without a
 /// sample in this window was idle: its ratios are 0 when sampling works at all
 /// (`sampled`), and unknown otherwise.
@@ -113,10 +133,7 @@ pub fn merge(
             };
             ProcessUsage {
                 pid: p.pid,
-                used_memory_bytes: match p.used_gpu_memory {
-                    UsedGpuMemory::Used(bytes) => Some(bytes),
-                    UsedGpuMemory::Unavailable => None,
-                },
+                used_memory_bytes: used_memory(p),
                 sm_ratio: ratio(|b| b.sm),
                 memory_ratio: ratio(|b| b.memory),
                 gpu_instance_id: p.gpu_instance_id,
@@ -177,6 +194,21 @@ mod tests {
         let unsampled = merge(&running, &[], false);
         assert_eq!(unsampled[0].sm_ratio, None);
         assert_eq!(unsampled[1].memory_ratio, None);
+    }
+
+    #[test]
+    fn a_lone_process_has_the_gpus_busy_ratios() {
+        let usage = lone(
+            &info(42, Some(7 << 30)),
+            Utilization {
+                gpu: 0.97,
+                memory: 0.31,
+            },
+        );
+        assert_eq!(usage.pid, 42);
+        assert_eq!(usage.sm_ratio, Some(0.97));
+        assert_eq!(usage.memory_ratio, Some(0.31));
+        assert_eq!(usage.used_memory_bytes, Some(7 << 30));
     }
 
     #[test]
