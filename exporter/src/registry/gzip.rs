@@ -1,23 +1,30 @@
-//! gzip bodies (RFC 1952) from a deflate compressor kept per thread. Prometheus asks
-//! for gzip on every scrape; a fresh compressor allocates and zeroes a few hundred
-//! KiB of tables each time, which cost more CPU than compressing the body itself.
+//! gzip bodies (RFC 1952) from one deflate compressor kept for the process.
+//! Prometheus asks for gzip on every scrape; a fresh compressor allocates and zeroes a
+//! few hundred KiB of tables each time, which cost more CPU than compressing the body
+//! itself. One for all threads, not one per thread: each snapshot is compressed once,
+//! so they rarely wait, and the tables stay resident once, not per HTTP thread.
 
 use bytes::Bytes;
 use flate2::{Compress, Compression, Crc, FlushCompress, Status};
-use std::cell::RefCell;
+use std::sync::{LazyLock, Mutex};
 
 /// Magic, deflate, no flags, no modification time, "fastest" extra flag, unknown OS.
 const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 0xff];
 
-thread_local! {
-    static COMPRESSOR: RefCell<Compress> = RefCell::new(Compress::new(Compression::fast(), false));
-}
+static COMPRESSOR: LazyLock<Mutex<Compress>> =
+    LazyLock::new(|| Mutex::new(Compress::new(Compression::fast(), false)));
 
 /// `body` as one gzip member.
 pub fn gzip(body: &[u8]) -> Bytes {
     let mut out = Vec::with_capacity(HEADER.len() + body.len() / 3 + 64);
     out.extend_from_slice(&HEADER);
-    COMPRESSOR.with(|cell| deflate(&mut cell.borrow_mut(), body, &mut out));
+    // A panic mid-compression leaves the compressor to be reset, which deflate does
+    // first, so a poisoned lock is still usable.
+    let mut compressor = COMPRESSOR
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    deflate(&mut compressor, body, &mut out);
+    drop(compressor);
     let mut crc = Crc::new();
     crc.update(body);
     out.extend_from_slice(&crc.sum().to_le_bytes());
