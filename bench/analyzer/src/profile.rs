@@ -76,3 +76,40 @@ pub fn fft_sizes() {
         println!("Spectra::of n={n}: {:.0} us", (cpu_now() - t) * 1e6 / 200.0);
     }
 }
+
+/// The null distribution of the harmonic-sum search (development aid): on white noise
+/// of several lengths, quantiles of the smallest uncorrected ln p against ln trials.
+pub fn calibrate(sims: usize) {
+    use poolprof_analyzer::analysis::periodicity::harmonics;
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(77);
+    for n in [48usize, 64, 96, 128, 192, 256, 400, 700, 1200, 2500, 5000, 10080] {
+        let mut stats: Vec<f64> = Vec::with_capacity(sims);
+        let mut trials = 0;
+        for _ in 0..sims {
+            let mut x: Vec<f64> = (0..n)
+                .map(|_| {
+                    let u1: f64 = rng.gen::<f64>().max(1e-300);
+                    let u2: f64 = rng.gen();
+                    (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+                })
+                .collect();
+            prepare::detrend_and_clip(&mut x);
+            let sp = Spectra::of(&x);
+            let w = significance::whiten(&sp.power, 3, (n as f64 / 2.5) as usize).unwrap();
+            let (lp, t) = harmonics::min_log_p(&sp.power, &w);
+            stats.push(lp);
+            trials = t;
+        }
+        stats.sort_by(f64::total_cmp);
+        let q = |p: f64| stats[((p * sims as f64) as usize).min(sims - 1)];
+        // P(min p <= x) = 1 - (1 - x)^M  =>  M = ln(1 - P) / ln(1 - x) ~ -ln(1 - P) / x
+        let m_eff = |p: f64| -(1.0f64 - p).ln() / q(p).exp();
+        println!(
+            "n={n} trials={trials} q01={:.2} q05={:.2} q20={:.2} ln_trials={:.2} ln_Meff(1%)={:.2} ln_Meff(5%)={:.2} ln_Meff(20%)={:.2}",
+            q(0.01), q(0.05), q(0.2),
+            (trials as f64).ln(),
+            m_eff(0.01).ln(), m_eff(0.05).ln(), m_eff(0.2).ln()
+        );
+    }
+}

@@ -48,6 +48,28 @@ pub fn confirm(acf: &[f64], center: f64, half: f64, rule: HillRule) -> Option<Hi
     })
 }
 
+/// Whether the series repeats at whole multiples of `hill`'s lag: the hill itself and
+/// a local maximum within max(1.5, 3%) of j·lag for j = 2..=`count` (those within the
+/// two thirds of the series [`confirm`] searches) are each at least `z` standard errors
+/// of white noise's autocorrelation high (1/√(n − lag)). Noise rarely lines up hills at
+/// every multiple of one lag; a periodic series does.
+pub fn repeats(acf: &[f64], hill: &Hill, z: f64, count: usize) -> bool {
+    let n = acf.len() as f64;
+    let tall = |lag: f64, height: f64| height >= z / (n - lag).max(1.0).sqrt();
+    let any_top = HillRule {
+        min_height: f64::NEG_INFINITY,
+        min_prominence: f64::NEG_INFINITY,
+    };
+    tall(hill.lag, hill.height)
+        && (2..=count)
+            .map(|j| j as f64 * hill.lag)
+            .take_while(|&lag| lag < (acf.len() * 2 / 3) as f64)
+            .all(|lag| {
+                confirm(acf, lag, (0.03 * lag).max(1.5), any_top)
+                    .is_some_and(|h| tall(h.lag, h.height))
+            })
+}
+
 /// The integer lag of the highest local maximum within the window, if any.
 fn best_local_max(acf: &[f64], center: f64, half: f64, max_lag: usize) -> Option<usize> {
     let lo = ((center - half).floor().max(2.0)) as usize;
