@@ -130,6 +130,39 @@ mod tests {
     }
 
     #[test]
+    fn repeats_need_a_tall_hill_at_every_multiple() {
+        let sine: Vec<f64> = (0..200)
+            .map(|i| (2.0 * std::f64::consts::PI * i as f64 / 20.3).sin())
+            .collect();
+        let acf = acf_of(&sine);
+        let hill = confirm(&acf, 20.0, 2.0, RULE).expect("hill");
+        assert!(repeats(&acf, &hill, 2.5, 3));
+        // One bump at lag 20 and nothing at 40 or 60: not a repeat.
+        let bump: Vec<f64> = (0..200)
+            .map(|l| {
+                let d = (l as f64 - 20.0) / 3.0;
+                if l == 0 {
+                    1.0
+                } else {
+                    0.5 * (-d * d).exp()
+                }
+            })
+            .collect();
+        let one = confirm(&bump, 20.0, 2.0, RULE).expect("hill");
+        assert!(!repeats(&bump, &one, 2.5, 3));
+        assert!(
+            repeats(&bump, &one, 2.5, 1),
+            "the hill alone is tall enough"
+        );
+        // Too low for 200 points: 2.5 / √180 ≈ 0.19.
+        let low = Hill {
+            lag: hill.lag,
+            height: 0.15,
+        };
+        assert!(!repeats(&acf, &low, 2.5, 1));
+    }
+
+    #[test]
     fn a_monotone_decay_has_no_hill() {
         let acf: Vec<f64> = (0..500).map(|l| (-(l as f64) / 40.0).exp()).collect();
         assert_eq!(confirm(&acf, 50.0, 10.0, RULE), None);

@@ -72,17 +72,13 @@ pub fn min_log_p(power: &[f64], w: &Whitened) -> (f64, usize) {
     let r = whitened_padded(power, w);
     let (m_lo, m_hi) = (2 * w.k_min * SUBSTEPS, (r.len() - 1) * SUBSTEPS / 2);
     let mut top = [0.0f64; LEVELS.len()];
-    let mut trials = 0usize;
     for m in m_lo..=m_hi {
-        for_each_level(&r, m, |l, sum| {
-            top[l] = top[l].max(sum);
-            trials += 1;
-        });
+        for_each_level(&r, m, |l, sum| top[l] = top[l].max(sum));
     }
     let lp = (0..LEVELS.len())
         .map(|l| log_gamma_tail(LEVELS[l], top[l]))
         .fold(0.0, f64::min);
-    (lp, trials)
+    (lp, trial_count(r.len() - 1, m_lo, m_hi))
 }
 
 /// Fundamentals (at least `k_min` cycles) whose harmonic sums pass `alpha` after the
@@ -231,6 +227,21 @@ mod tests {
             }
             assert_eq!(trial_count(j_max, m_lo, m_hi), visited, "j_max {j_max}");
         }
+    }
+
+    #[test]
+    fn the_null_statistic_is_the_best_candidate_before_its_correction() {
+        // A comb of harmonics every 10 Fourier bins (power at even j = Fourier k).
+        let n = 400;
+        let power: Vec<f64> = (0..=n)
+            .map(|j| if j % 20 == 0 && j > 0 { 30.0 } else { 1.0 })
+            .collect();
+        let w = crate::analysis::periodicity::significance::whiten(&power, 3, 160).unwrap();
+        let (lp, trials) = min_log_p(&power, &w);
+        let best = candidates(&power, &w, 1.0)[0];
+        let want = (lp + (trials as f64).ln()).exp().min(1.0);
+        assert!((best.p / want - 1.0).abs() < 1e-9, "{} vs {want}", best.p);
+        assert!((best.k - 10.0).abs() < 0.2, "{}", best.k);
     }
 
     #[test]
