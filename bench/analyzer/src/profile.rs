@@ -1,6 +1,8 @@
 //! Where the time goes, per stage, on one series kind mix (a development aid).
 
-use poolprof_analyzer::analysis::periodicity::{prepare, significance, spectrum::Spectra};
+use poolprof_analyzer::analysis::periodicity::{
+    detect_on_grid, harmonics, prepare, significance, spectrum::Spectra, PeriodConfig,
+};
 use poolprof_analyzer::analysis::{forecast, grid};
 use poolprof_analyzer::series::Series;
 
@@ -20,7 +22,7 @@ fn cpu_now() -> f64 {
 /// Prints CPU microseconds per series for each stage over `n` pool series.
 pub fn run(n: usize) {
     let pool: Vec<Vec<f64>> = (0..n).map(inputs::series).collect();
-    let mut t = [0.0f64; 6];
+    let mut t = [0.0f64; 9];
     for y in &pool {
         let s0 = cpu_now();
         let series = Series::from_values(y, 60.0);
@@ -32,7 +34,12 @@ pub fn run(n: usize) {
         let sp = Spectra::of(&x);
         let s3 = cpu_now();
         let w = significance::whiten(&sp.power, 3, x.len() * 2 / 5).unwrap();
+        let s3b = cpu_now();
         let _ = w.peaks();
+        let s3c = cpu_now();
+        let _ = harmonics::candidates(&sp.power, &w, 0.01);
+        let s3d = cpu_now();
+        let _ = detect_on_grid(&seg.values, 60.0, &PeriodConfig::default());
         let s4 = cpu_now();
         let _ = forecast::forecast_grid(&seg.values, 60.0, forecast::PeriodChoice::None, 60);
         let s5 = cpu_now();
@@ -43,7 +50,17 @@ pub fn run(n: usize) {
             60,
         );
         let s6 = cpu_now();
-        for (i, (a, b)) in [(s0, s1), (s1, s2), (s2, s3), (s3, s4), (s4, s5), (s5, s6)]
+        for (i, (a, b)) in [
+            (s0, s1),
+            (s1, s2),
+            (s2, s3),
+            (s3, s3b),
+            (s3b, s3c),
+            (s3c, s3d),
+            (s3d, s4),
+            (s4, s5),
+            (s5, s6),
+        ]
             .iter()
             .enumerate()
         {
@@ -54,7 +71,10 @@ pub fn run(n: usize) {
         "grid",
         "detrend+clip",
         "fft+acf",
-        "whiten+peaks",
+        "whiten",
+        "peaks",
+        "harmonic sums",
+        "detect_on_grid (all of periods)",
         "forecast none",
         "forecast m=97",
     ];

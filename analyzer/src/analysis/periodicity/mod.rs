@@ -153,11 +153,19 @@ pub fn last_peak(values: &[f64], start: f64, step: f64, period: f64) -> Option<f
         return None;
     }
     let (mut sum, mut count) = (vec![0.0; bins], vec![0u32; bins]);
-    for (i, v) in values.iter().enumerate().filter(|(_, v)| v.is_finite()) {
-        let at = (i as f64 * step).rem_euclid(period);
-        let b = ((at / period * bins as f64) as usize).min(bins - 1);
-        sum[b] += v / scale;
-        count[b] += 1;
+    // (i·step) mod period, kept by subtraction: a remainder per sample costs more than
+    // the rest of the loop, and the rounding gathered over a window is ~1e-12 period.
+    let mut at = 0.0;
+    for v in values {
+        if v.is_finite() {
+            let b = ((at / period * bins as f64) as usize).min(bins - 1);
+            sum[b] += v / scale;
+            count[b] += 1;
+        }
+        at += step;
+        while at >= period {
+            at -= period;
+        }
     }
     let mean = |b: usize| sum[b] / f64::from(count[b]);
     let best = (0..bins)
@@ -235,7 +243,7 @@ fn test_candidates(
     let mut residual: Option<Vec<f64>> = None;
     let mut residual_acf: Option<Vec<f64>> = None;
     let (mut rest_sum, mut rest_m) = (w.total, w.count());
-    for peak in w.peaks().into_iter().take(MAX_CANDIDATES) {
+    for peak in w.strongest_peaks(MAX_CANDIDATES) {
         let p = significance::fisher_p(peak.ratio / rest_sum, rest_m);
         rest_sum -= peak.ratio;
         rest_m -= 1;

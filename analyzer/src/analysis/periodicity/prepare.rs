@@ -160,16 +160,18 @@ pub fn remove_cycle(x: &mut [f64], period: f64) {
         let f = (i as f64 / period).fract() * bins as f64;
         ((f + 1e-9) as usize).min(bins - 1)
     };
+    // Each sample's bin, computed once (a division and a fraction per sample).
+    let index: Vec<u32> = (0..x.len()).map(|i| bin(i) as u32).collect();
     let (mut sum, mut count) = (vec![0.0; bins], vec![0usize; bins]);
-    for (i, v) in x.iter().enumerate() {
-        sum[bin(i)] += v;
-        count[bin(i)] += 1;
+    for (&b, v) in index.iter().zip(x.iter()) {
+        sum[b as usize] += v;
+        count[b as usize] += 1;
     }
     for (s, c) in sum.iter_mut().zip(&count) {
         *s /= (*c).max(1) as f64;
     }
-    for (i, v) in x.iter_mut().enumerate() {
-        *v -= sum[bin(i)];
+    for (&b, v) in index.iter().zip(x.iter_mut()) {
+        *v -= sum[b as usize];
     }
 }
 

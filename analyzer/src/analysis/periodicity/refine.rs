@@ -21,9 +21,65 @@ pub fn power_at(x: &[f64], f: f64) -> f64 {
     s1 * s1 + s2 * s2 - coeff * s1 * s2
 }
 
-/// The frequency in [f - half, f + half] with the highest periodogram of `x`.
+/// Frequencies evaluated side by side in one pass of [`powers_at`].
+const LANES: usize = 8;
+
+/// Passes of [`peak_frequency`]; each narrows the bracket to 2/7 of its width.
+const PASSES: usize = 3;
+
+/// Periodogram of `x` at each of `freqs`, in one pass: the recurrences are independent,
+/// so eight side by side cost about what one costs (each waits on its own previous
+/// step, not on the others).
+fn powers_at(x: &[f64], freqs: &[f64; LANES]) -> [f64; LANES] {
+    let coeff = freqs.map(|f| 2.0 * (2.0 * std::f64::consts::PI * f).cos());
+    let (mut s1, mut s2) = ([0.0; LANES], [0.0; LANES]);
+    for v in x {
+        for j in 0..LANES {
+            let s = v + coeff[j] * s1[j] - s2[j];
+            s2[j] = s1[j];
+            s1[j] = s;
+        }
+    }
+    std::array::from_fn(|j| s1[j] * s1[j] + s2[j] * s2[j] - coeff[j] * s1[j] * s2[j])
+}
+
+/// The frequency in [f - half, f + half] with the highest periodogram of `x`: an even
+/// grid of 8 frequencies per pass, the bracket narrowed to the best one's neighbours,
+/// and on the last pass the vertex of the parabola through those three (the periodogram
+/// is smooth there: its main lobe is a Fourier bin wide, the last spacing a hundredth
+/// of one). Three passes cost what four single evaluations do; a golden-section search
+/// to the same width needs twelve.
 pub fn peak_frequency(x: &[f64], f: f64, half: f64) -> f64 {
-    golden(|g| power_at(x, g), f - half, f + half)
+    let (mut lo, mut hi) = ((f - half).max(1e-9), f + half);
+    for pass in 0..PASSES {
+        let spacing = (hi - lo) / (LANES - 1) as f64;
+        let freqs: [f64; LANES] = std::array::from_fn(|j| lo + j as f64 * spacing);
+        let p = powers_at(x, &freqs);
+        let best = (0..LANES)
+            .max_by(|a, b| p[*a].total_cmp(&p[*b]))
+            .unwrap_or(0);
+        if pass + 1 == PASSES {
+            return if best == 0 || best == LANES - 1 {
+                freqs[best]
+            } else {
+                freqs[best] + spacing * vertex(p[best - 1], p[best], p[best + 1])
+            };
+        }
+        lo = freqs[best.saturating_sub(1)];
+        hi = freqs[(best + 1).min(LANES - 1)];
+    }
+    (lo + hi) / 2.0
+}
+
+/// Offset (in grid spacings, within ±½) of the vertex of the parabola through three
+/// evenly spaced values, the middle one highest.
+fn vertex(a: f64, b: f64, c: f64) -> f64 {
+    let denom = a - 2.0 * b + c;
+    if denom < 0.0 {
+        (0.5 * (a - c) / denom).clamp(-0.5, 0.5)
+    } else {
+        0.0
+    }
 }
 
 /// Most harmonics summed in one pass.
@@ -109,6 +165,33 @@ mod tests {
             (together / separate - 1.0).abs() < 1e-9,
             "{together} vs {separate}"
         );
+    }
+
+    #[test]
+    fn eight_frequencies_in_one_pass_match_single_evaluations() {
+        let x: Vec<f64> = (0..500).map(|i| ((i * 7919) % 97) as f64 / 97.0).collect();
+        let freqs: [f64; LANES] = std::array::from_fn(|j| 0.01 + 0.037 * j as f64);
+        let together = powers_at(&x, &freqs);
+        for (f, p) in freqs.iter().zip(together) {
+            let alone = power_at(&x, *f);
+            assert!((p / alone - 1.0).abs() < 1e-9, "{f}: {p} vs {alone}");
+        }
+    }
+
+    #[test]
+    fn the_peak_is_found_to_a_thousandth_of_a_bin_with_noise() {
+        // 10,080 points of a sine at 97.31 steps plus a deterministic jumble: the
+        // periodogram maximiser is within 0.001 bin of the truth, as golden section gave.
+        let n = 10_080;
+        let f = 1.0 / 97.31;
+        let x: Vec<f64> = (0..n)
+            .map(|i| {
+                (2.0 * std::f64::consts::PI * f * i as f64).sin()
+                    + 0.5 * (((i * 7919) % 101) as f64 / 101.0 - 0.5)
+            })
+            .collect();
+        let got = peak_frequency(&x, 1.0 / 97.0, 0.5 / n as f64);
+        assert!(((got - f) * n as f64).abs() < 1e-3, "{}", 1.0 / got);
     }
 
     #[test]

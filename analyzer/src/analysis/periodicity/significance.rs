@@ -162,8 +162,15 @@ fn fit_line(pts: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
 impl Whitened {
     /// Local maxima of the whitened ordinates, strongest first.
     pub fn peaks(&self) -> Vec<Peak> {
+        let mut peaks = self.local_maxima();
+        peaks.sort_by(|a, b| b.ratio.total_cmp(&a.ratio));
+        peaks
+    }
+
+    /// Local maxima of the whitened ordinates, in frequency order.
+    fn local_maxima(&self) -> Vec<Peak> {
         let r = &self.ratio;
-        let mut peaks: Vec<Peak> = (0..r.len())
+        (0..r.len())
             .filter(|&i| {
                 let left = if i > 0 { r[i - 1] } else { f64::NEG_INFINITY };
                 let right = r.get(i + 1).copied().unwrap_or(f64::NEG_INFINITY);
@@ -173,8 +180,20 @@ impl Whitened {
                 k: self.k_min + i,
                 ratio: r[i],
             })
-            .collect();
-        peaks.sort_by(|a, b| b.ratio.total_cmp(&a.ratio));
+            .collect()
+    }
+
+    /// The `count` strongest local maxima, strongest first: what [`Whitened::peaks`]
+    /// starts with, without sorting the long tail of small ones.
+    pub fn strongest_peaks(&self, count: usize) -> Vec<Peak> {
+        // Ties in frequency order, as the stable sort of `peaks` leaves them.
+        let order = |a: &Peak, b: &Peak| b.ratio.total_cmp(&a.ratio).then(a.k.cmp(&b.k));
+        let mut peaks = self.local_maxima();
+        if peaks.len() > count {
+            peaks.select_nth_unstable_by(count, order);
+            peaks.truncate(count);
+        }
+        peaks.sort_by(order);
         peaks
     }
 
@@ -209,6 +228,21 @@ mod tests {
         assert_eq!(fisher_p(1.0 / 1000.0, 1000), 1.0);
         // Exact value for m = 2: p = 2 (1 - g) when g > 1/2.
         assert!((fisher_p(0.8, 2) - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_strongest_peaks_are_the_head_of_all_peaks() {
+        let ratio: Vec<f64> = (0..400).map(|i| ((i * 7919) % 113) as f64 / 10.0).collect();
+        let w = Whitened {
+            k_min: 3,
+            total: ratio.iter().sum(),
+            background: vec![1.0; ratio.len()],
+            ratio,
+        };
+        let all = w.peaks();
+        assert!(all.len() > 20);
+        assert_eq!(w.strongest_peaks(12), all[..12].to_vec());
+        assert_eq!(w.strongest_peaks(1000), all);
     }
 
     #[test]

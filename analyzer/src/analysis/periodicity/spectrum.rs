@@ -18,6 +18,10 @@ use super::prepare::hann;
 
 thread_local! {
     static PLANNER: RefCell<FftPlanner<f32>> = RefCell::new(FftPlanner::new());
+    /// Work buffers reused from series to series: at 2n = 20,160 points each is larger
+    /// than the allocator's mmap threshold, so a fresh one would page-fault its every
+    /// page on every series.
+    static BUFFERS: RefCell<Buffers> = RefCell::new(Buffers::default());
     /// The Hann window of the last length used on this thread (computing it costs a
     /// sine per point, as much as the transforms).
     static WINDOW: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
@@ -32,6 +36,23 @@ fn with_window<R>(n: usize, f: impl FnOnce(&[f64]) -> R) -> R {
         }
         f(&w)
     })
+}
+
+/// The signal, the power and the FFT scratch of one thread.
+#[derive(Default)]
+struct Buffers {
+    signal: Vec<Complex<f32>>,
+    power: Vec<Complex<f32>>,
+    scratch: Vec<Complex<f32>>,
+}
+
+/// Transforms `buf` in place with `fft`, using (and growing) `scratch`.
+fn transform(fft: &Arc<dyn Fft<f32>>, buf: &mut [Complex<f32>], scratch: &mut Vec<Complex<f32>>) {
+    let need = fft.get_inplace_scratch_len();
+    if scratch.len() < need {
+        scratch.resize(need, Complex::new(0.0, 0.0));
+    }
+    fft.process_with_scratch(buf, &mut scratch[..need]);
 }
 
 /// The spectra of one conditioned series of length n.
@@ -50,10 +71,15 @@ pub struct Spectra {
 impl Spectra {
     /// Computes both spectra of `x` (already detrended; not yet tapered).
     pub fn of(x: &[f64]) -> Spectra {
+        BUFFERS.with(|b| Self::of_with(x, &mut b.borrow_mut()))
+    }
+
+    fn of_with(x: &[f64], b: &mut Buffers) -> Spectra {
         let n = x.len();
         let m = 2 * n;
         let scale = scale_of(x);
-        let mut buf: Vec<Complex<f32>> = Vec::with_capacity(m);
+        let buf = &mut b.signal;
+        buf.clear();
         with_window(n, |w| {
             buf.extend(x.iter().zip(w).map(|(v, h)| {
                 let v = v / scale;
@@ -62,9 +88,11 @@ impl Spectra {
         });
         buf.resize(m, Complex::new(0.0, 0.0));
         let (fwd, inv) = plans(m);
-        fwd.process(&mut buf);
+        transform(&fwd, buf, &mut b.scratch);
         let mut power = Vec::with_capacity(n + 1);
-        let mut raw_power = vec![Complex::new(0.0f32, 0.0); m];
+        let raw_power = &mut b.power;
+        raw_power.clear();
+        raw_power.resize(m, Complex::new(0.0f32, 0.0));
         for k in 0..m {
             let z = buf[k];
             let zc = buf[(m - k) % m].conj();
@@ -75,7 +103,7 @@ impl Spectra {
             }
             raw_power[k] = Complex::new(b.norm_sqr(), 0.0);
         }
-        inv.process(&mut raw_power);
+        transform(&inv, raw_power, &mut b.scratch);
         let acf = normalized(&raw_power[..n]);
         Spectra { n, power, acf }
     }
@@ -83,19 +111,23 @@ impl Spectra {
 
 /// The autocorrelation (biased, `[0] == 1`) of `x` alone, for lags 0..n.
 pub fn autocorrelation(x: &[f64]) -> Vec<f64> {
-    let n = x.len();
-    let m = 2 * n;
-    let scale = scale_of(x);
-    let mut buf: Vec<Complex<f32>> = Vec::with_capacity(m);
-    buf.extend(x.iter().map(|v| Complex::new((v / scale) as f32, 0.0)));
-    buf.resize(m, Complex::new(0.0, 0.0));
-    let (fwd, inv) = plans(m);
-    fwd.process(&mut buf);
-    for z in buf.iter_mut() {
-        *z = Complex::new(z.norm_sqr(), 0.0);
-    }
-    inv.process(&mut buf);
-    normalized(&buf[..n])
+    BUFFERS.with(|b| {
+        let b = &mut *b.borrow_mut();
+        let n = x.len();
+        let m = 2 * n;
+        let scale = scale_of(x);
+        let buf = &mut b.signal;
+        buf.clear();
+        buf.extend(x.iter().map(|v| Complex::new((v / scale) as f32, 0.0)));
+        buf.resize(m, Complex::new(0.0, 0.0));
+        let (fwd, inv) = plans(m);
+        transform(&fwd, buf, &mut b.scratch);
+        for z in buf.iter_mut() {
+            *z = Complex::new(z.norm_sqr(), 0.0);
+        }
+        transform(&inv, buf, &mut b.scratch);
+        normalized(&buf[..n])
+    })
 }
 
 /// The largest magnitude in `x` (never 0), to scale the series to ±1 before the f32 FFT.
