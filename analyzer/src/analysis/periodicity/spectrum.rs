@@ -77,12 +77,12 @@ impl Spectra {
     fn of_with(x: &[f64], b: &mut Buffers) -> Spectra {
         let n = x.len();
         let m = 2 * n;
-        let scale = scale_of(x);
+        let inv_scale = 1.0 / scale_of(x);
         let buf = &mut b.signal;
         buf.clear();
         with_window(n, |w| {
             buf.extend(x.iter().zip(w).map(|(v, h)| {
-                let v = v / scale;
+                let v = v * inv_scale;
                 Complex::new((v * h) as f32, v as f32)
             }))
         });
@@ -93,15 +93,19 @@ impl Spectra {
         let raw_power = &mut b.power;
         raw_power.clear();
         raw_power.resize(m, Complex::new(0.0f32, 0.0));
-        for k in 0..m {
+        // Both series are real, so their spectra are conjugate-symmetric: unpack
+        // k = 0..=n and mirror the untapered power to m - k.
+        for k in 0..=n {
             let z = buf[k];
-            let zc = buf[(m - k) % m].conj();
+            let zc = buf[if k == 0 { 0 } else { m - k }].conj();
             let a = (z + zc) * 0.5;
             let b = (z - zc) * Complex::new(0.0, -0.5);
-            if k <= n {
-                power.push(f64::from(a.norm_sqr()));
+            power.push(f64::from(a.norm_sqr()));
+            let p = Complex::new(b.norm_sqr(), 0.0);
+            raw_power[k] = p;
+            if k > 0 {
+                raw_power[m - k] = p;
             }
-            raw_power[k] = Complex::new(b.norm_sqr(), 0.0);
         }
         transform(&inv, raw_power, &mut b.scratch);
         let acf = normalized(&raw_power[..n]);
