@@ -257,7 +257,7 @@ fn test_candidates(
         }
         let half = (1.5 * t0 * t0 / n).max(1.5);
         let usable = |h: &acf::Hill| h.lag >= config.min_period_steps && h.lag <= max_lag;
-        let hill = acf::confirm(&spectra.acf, t0, half, rule)
+        let hill = acf::confirm(spectra.acf(), t0, half, rule)
             .filter(usable)
             .or_else(|| {
                 let r = residual.as_ref()?;
@@ -318,7 +318,7 @@ fn test_harmonic_sums(
     let max_lag = n / config.min_cycles.max(1.0);
     let hill_at = |t: f64| {
         let half = (1.5 * t * t / n).max(1.5);
-        acf::confirm(&spectra.acf, t, half, rule)
+        acf::confirm(spectra.acf(), t, half, rule)
             .filter(|h| h.lag >= config.min_period_steps && h.lag <= max_lag)
     };
     // Candidates up to a corrected p of 1 (a sum as extreme as the whole search yields
@@ -339,7 +339,7 @@ fn test_harmonic_sums(
             summed = (summed as f64 / d).ceil() as usize;
             hill = shorter;
         }
-        if c.p > config.alpha && !acf::repeats(&spectra.acf, &hill, REPEAT_Z, REPEATS) {
+        if c.p > config.alpha && !acf::repeats(spectra.acf(), &hill, REPEAT_Z, REPEATS) {
             found.significant_without_hill.push(t0 * step);
             continue;
         }

@@ -8,7 +8,7 @@
 //! the tests compare against direct sums, and the f32 rounding (1e-7) is far below the
 //! 1e-3 noise floor the significance test assumes.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::sync::Arc;
 
 use rustfft::num_complex::Complex;
@@ -64,8 +64,10 @@ pub struct Spectra {
     /// frequency j / (2n) cycles per step, for j in 0..=n. Even j are the Fourier
     /// frequencies of the series itself.
     pub power: Vec<f64>,
-    /// Autocorrelation (biased estimator, `acf[0] == 1`) for lags 0..n.
-    pub acf: Vec<f64>,
+    /// Power of the untapered series at j in 0..=n (the rest mirrors it): the
+    /// autocorrelation's transform, kept until [`Spectra::acf`] is asked for.
+    raw_power: Vec<f32>,
+    acf: OnceCell<Vec<f64>>,
 }
 
 impl Spectra {
@@ -87,29 +89,50 @@ impl Spectra {
             }))
         });
         buf.resize(m, Complex::new(0.0, 0.0));
-        let (fwd, inv) = plans(m);
+        let (fwd, _) = plans(m);
         transform(&fwd, buf, &mut b.scratch);
+        // Both series are real, so their spectra are conjugate-symmetric: k = 0..=n
+        // holds everything.
         let mut power = Vec::with_capacity(n + 1);
-        let raw_power = &mut b.power;
-        raw_power.clear();
-        raw_power.resize(m, Complex::new(0.0f32, 0.0));
-        // Both series are real, so their spectra are conjugate-symmetric: unpack
-        // k = 0..=n and mirror the untapered power to m - k.
+        let mut raw_power = Vec::with_capacity(n + 1);
         for k in 0..=n {
             let z = buf[k];
             let zc = buf[if k == 0 { 0 } else { m - k }].conj();
             let a = (z + zc) * 0.5;
             let b = (z - zc) * Complex::new(0.0, -0.5);
             power.push(f64::from(a.norm_sqr()));
-            let p = Complex::new(b.norm_sqr(), 0.0);
-            raw_power[k] = p;
-            if k > 0 {
-                raw_power[m - k] = p;
-            }
+            raw_power.push(b.norm_sqr());
         }
-        transform(&inv, raw_power, &mut b.scratch);
-        let acf = normalized(&raw_power[..n]);
-        Spectra { n, power, acf }
+        Spectra {
+            n,
+            power,
+            raw_power,
+            acf: OnceCell::new(),
+        }
+    }
+
+    /// Autocorrelation (biased estimator, `acf[0] == 1`) for lags 0..n, computed on
+    /// first use: a series whose periodogram has nothing significant never needs it,
+    /// which saves the inverse transform.
+    pub fn acf(&self) -> &[f64] {
+        self.acf.get_or_init(|| {
+            BUFFERS.with(|b| {
+                let b = &mut *b.borrow_mut();
+                let m = 2 * self.n;
+                let buf = &mut b.power;
+                buf.clear();
+                buf.resize(m, Complex::new(0.0, 0.0));
+                for (k, &p) in self.raw_power.iter().enumerate() {
+                    buf[k] = Complex::new(p, 0.0);
+                    if k > 0 && k < m - k {
+                        buf[m - k] = Complex::new(p, 0.0);
+                    }
+                }
+                let (_, inv) = plans(m);
+                transform(&inv, buf, &mut b.scratch);
+                normalized(&buf[..self.n])
+            })
+        })
     }
 }
 
@@ -176,7 +199,7 @@ mod tests {
         let c0: f64 = x.iter().map(|v| v * v).sum();
         for lag in [1usize, 5, 8, 20] {
             let c: f64 = (0..n - lag).map(|i| x[i] * x[i + lag]).sum();
-            assert!((s.acf[lag] - c / c0).abs() < 1e-5, "lag {lag}");
+            assert!((s.acf()[lag] - c / c0).abs() < 1e-5, "lag {lag}");
             assert!((alone[lag] - c / c0).abs() < 1e-5, "lag {lag}");
         }
         let peak = (1..=n)
