@@ -156,9 +156,10 @@ pub fn last_peak(values: &[f64], start: f64, step: f64, period: f64) -> Option<f
     // (i·step) mod period, kept by subtraction: a remainder per sample costs more than
     // the rest of the loop, and the rounding gathered over a window is ~1e-12 period.
     let mut at = 0.0;
+    let per_time = bins as f64 / period;
     for v in values {
         if v.is_finite() {
-            let b = ((at / period * bins as f64) as usize).min(bins - 1);
+            let b = ((at * per_time) as usize).min(bins - 1);
             sum[b] += v / scale;
             count[b] += 1;
         }
