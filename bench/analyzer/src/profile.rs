@@ -61,8 +61,8 @@ pub fn run(n: usize) {
             (s4, s5),
             (s5, s6),
         ]
-            .iter()
-            .enumerate()
+        .iter()
+        .enumerate()
         {
             t[i] += b - a;
         }
@@ -103,7 +103,9 @@ pub fn calibrate(sims: usize) {
     use poolprof_analyzer::analysis::periodicity::harmonics;
     use rand::{Rng, SeedableRng};
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(77);
-    for n in [48usize, 64, 96, 128, 192, 256, 400, 700, 1200, 2500, 5000, 10080] {
+    for n in [
+        48usize, 64, 96, 128, 192, 256, 400, 700, 1200, 2500, 5000, 10080,
+    ] {
         let mut stats: Vec<f64> = Vec::with_capacity(sims);
         let mut trials = 0;
         for _ in 0..sims {

@@ -103,8 +103,7 @@ fn background_with(ordinates: &[f64], log_k: &[f64], k_min: usize, k_max: usize)
     }
     let mut out = Vec::with_capacity(k_max - k_min + 1);
     let mut a = 0;
-    for k in k_min..=k_max {
-        let lk = log_k[k];
+    for &lk in &log_k[k_min..=k_max] {
         while a + 1 < anchors.len() && anchors[a + 1].0 < lk {
             a += 1;
         }
