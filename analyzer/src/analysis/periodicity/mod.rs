@@ -327,9 +327,12 @@ fn test_harmonic_sums(
     // evidence of a series that repeats at several multiples of the lag.
     for c in harmonics::candidates(&spectra.power, w, RELAXED_P.max(config.alpha)) {
         found.best_p = found.best_p.min(c.p);
+        let significant = c.p <= config.alpha;
         let (mut t0, mut summed) = (n / c.k, c.harmonics);
         let Some(mut hill) = hill_at(t0) else {
-            found.significant_without_hill.push(t0 * step);
+            if significant {
+                found.significant_without_hill.push(t0 * step);
+            }
             continue;
         };
         while let Some((d, shorter)) = [2.0, 3.0].iter().find_map(|&d| {
@@ -340,8 +343,7 @@ fn test_harmonic_sums(
             summed = (summed as f64 / d).ceil() as usize;
             hill = shorter;
         }
-        if c.p > config.alpha && !acf::repeats(spectra.acf(), &hill, REPEAT_Z, REPEATS) {
-            found.significant_without_hill.push(t0 * step);
+        if !significant && !acf::repeats(spectra.acf(), &hill, REPEAT_Z, REPEATS) {
             continue;
         }
         let f = refine::harmonic_peak_frequency(x, 1.0 / t0, 0.25 / n, summed);
