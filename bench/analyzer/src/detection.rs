@@ -184,7 +184,7 @@ fn explain(case: &Case) -> String {
         .iter()
         .map(|c| {
             let t = n as f64 / c.k;
-            let hill = acf::confirm(&s.acf, t, (1.5 * t * t / n as f64).max(1.5), rule);
+            let hill = acf::confirm(s.acf(), t, (1.5 * t * t / n as f64).max(1.5), rule);
             format!(
                 "T={t:.2} H={} p={:.2e} hill={:?}",
                 c.harmonics,

@@ -50,6 +50,7 @@ fn main() {
             profile::fft_sizes();
             profile::run(flag(&args, "--series", 200))
         }
+        Some("calibrate") => profile::calibrate(flag(&args, "--sims", 2000)),
         Some("dump") => {
             let path = args.get(1).expect("dump FILE");
             inputs::dump(path, flag(&args, "--series", 200));

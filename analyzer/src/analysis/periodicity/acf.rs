@@ -48,6 +48,28 @@ pub fn confirm(acf: &[f64], center: f64, half: f64, rule: HillRule) -> Option<Hi
     })
 }
 
+/// Whether the series repeats at whole multiples of `hill`'s lag: the hill itself and
+/// a local maximum within max(1.5, 3%) of j·lag for j = 2..=`count` (those within the
+/// two thirds of the series [`confirm`] searches) are each at least `z` standard errors
+/// of white noise's autocorrelation high (1/√(n − lag)). Noise rarely lines up hills at
+/// every multiple of one lag; a periodic series does.
+pub fn repeats(acf: &[f64], hill: &Hill, z: f64, count: usize) -> bool {
+    let n = acf.len() as f64;
+    let tall = |lag: f64, height: f64| height >= z / (n - lag).max(1.0).sqrt();
+    let any_top = HillRule {
+        min_height: f64::NEG_INFINITY,
+        min_prominence: f64::NEG_INFINITY,
+    };
+    tall(hill.lag, hill.height)
+        && (2..=count)
+            .map(|j| j as f64 * hill.lag)
+            .take_while(|&lag| lag < (acf.len() * 2 / 3) as f64)
+            .all(|lag| {
+                confirm(acf, lag, (0.03 * lag).max(1.5), any_top)
+                    .is_some_and(|h| tall(h.lag, h.height))
+            })
+}
+
 /// The integer lag of the highest local maximum within the window, if any.
 fn best_local_max(acf: &[f64], center: f64, half: f64, max_lag: usize) -> Option<usize> {
     let lo = ((center - half).floor().max(2.0)) as usize;
@@ -105,6 +127,39 @@ mod tests {
         let hill = confirm(&acf_of(&x), 12.0, 2.0, RULE).expect("hill");
         assert!((hill.lag - 12.37).abs() < 0.05, "{}", hill.lag);
         assert!(hill.height > 0.9);
+    }
+
+    #[test]
+    fn repeats_need_a_tall_hill_at_every_multiple() {
+        let sine: Vec<f64> = (0..200)
+            .map(|i| (2.0 * std::f64::consts::PI * i as f64 / 20.3).sin())
+            .collect();
+        let acf = acf_of(&sine);
+        let hill = confirm(&acf, 20.0, 2.0, RULE).expect("hill");
+        assert!(repeats(&acf, &hill, 2.5, 3));
+        // One bump at lag 20 and nothing at 40 or 60: not a repeat.
+        let bump: Vec<f64> = (0..200)
+            .map(|l| {
+                let d = (l as f64 - 20.0) / 3.0;
+                if l == 0 {
+                    1.0
+                } else {
+                    0.5 * (-d * d).exp()
+                }
+            })
+            .collect();
+        let one = confirm(&bump, 20.0, 2.0, RULE).expect("hill");
+        assert!(!repeats(&bump, &one, 2.5, 3));
+        assert!(
+            repeats(&bump, &one, 2.5, 1),
+            "the hill alone is tall enough"
+        );
+        // Too low for 200 points: 2.5 / √180 ≈ 0.19.
+        let low = Hill {
+            lag: hill.lag,
+            height: 0.15,
+        };
+        assert!(!repeats(&acf, &low, 2.5, 1));
     }
 
     #[test]

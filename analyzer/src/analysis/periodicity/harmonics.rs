@@ -66,6 +66,21 @@ pub fn log_gamma_tail(h: usize, s: f64) -> f64 {
     (sum.ln() - s).min(0.0)
 }
 
+/// The smallest uncorrected ln p-value over every (fundamental, H) tried, and how many
+/// were tried: the null statistic of the search, for calibrating its correction.
+pub fn min_log_p(power: &[f64], w: &Whitened) -> (f64, usize) {
+    let r = whitened_padded(power, w);
+    let (m_lo, m_hi) = (2 * w.k_min * SUBSTEPS, (r.len() - 1) * SUBSTEPS / 2);
+    let mut top = [0.0f64; LEVELS.len()];
+    for m in m_lo..=m_hi {
+        for_each_level(&r, m, |l, sum| top[l] = top[l].max(sum));
+    }
+    let lp = (0..LEVELS.len())
+        .map(|l| log_gamma_tail(LEVELS[l], top[l]))
+        .fold(0.0, f64::min);
+    (lp, trial_count(r.len() - 1, m_lo, m_hi))
+}
+
 /// Fundamentals (at least `k_min` cycles) whose harmonic sums pass `alpha` after the
 /// correction for every (fundamental, H) tried, best first, at most 3, each more than
 /// 3% from a better one.
@@ -78,34 +93,28 @@ pub fn candidates(power: &[f64], w: &Whitened, alpha: f64) -> Vec<Candidate> {
     if m_hi < m_lo {
         return Vec::new();
     }
-    // Pass 1: the largest sum per level and the number of (fundamental, level) pairs.
-    // Within a level p falls as the sum grows, so these decide whether anything passes
-    // (for most aperiodic series nothing does, at no cost in logarithms).
-    let mut top = [0.0f64; LEVELS.len()];
-    let mut trials = 0usize;
-    for m in m_lo..=m_hi {
-        for_each_level(&r, m, |l, sum| {
-            top[l] = top[l].max(sum);
-            trials += 1;
-        });
-    }
-    let log_trials = (trials.max(1) as f64).ln();
+    let log_trials = (trial_count(j_max, m_lo, m_hi).max(1) as f64).ln();
     let log_alpha = alpha.ln();
-    let passes = |l: usize, sum: f64| log_gamma_tail(LEVELS[l], sum) + log_trials <= log_alpha;
-    if !(0..LEVELS.len()).any(|l| passes(l, top[l])) {
-        return Vec::new();
-    }
-    // Pass 2: the best corrected ln p per fundamental, and its level.
+    // The sum each level needs to pass, found once: below it no logarithm is taken,
+    // so a series where nothing stands out costs only the sums.
+    let need: Vec<f64> = LEVELS
+        .iter()
+        .map(|&h| sum_needed(h, log_alpha - log_trials))
+        .collect();
+    // The best corrected ln p per fundamental and its level (infinite when no level
+    // passes: above any passing value, so local minima are unchanged).
     let best: Vec<(f64, usize)> = (m_lo..=m_hi)
         .map(|m| {
-            let mut b = (0.0f64, 0usize);
+            let mut b = (f64::INFINITY, 0usize);
             for_each_level(&r, m, |l, sum| {
-                let lp = log_gamma_tail(LEVELS[l], sum);
-                if lp < b.0 {
-                    b = (lp, LEVELS[l]);
+                if sum >= need[l] {
+                    let lp = log_gamma_tail(LEVELS[l], sum) + log_trials;
+                    if lp < b.0 {
+                        b = (lp, LEVELS[l]);
+                    }
                 }
             });
-            (b.0 + log_trials, b.1)
+            b
         })
         .collect();
     let mut order: Vec<usize> = (0..best.len())
@@ -128,6 +137,39 @@ pub fn candidates(power: &[f64], w: &Whitened, alpha: f64) -> Vec<Candidate> {
         }
     }
     found
+}
+
+/// The number of (fundamental, level) pairs [`for_each_level`] visits for the
+/// fundamentals `m_lo..=m_hi`: level H reaches fundamentals up to (4·j_max + 1) / H.
+fn trial_count(j_max: usize, m_lo: usize, m_hi: usize) -> usize {
+    LEVELS
+        .iter()
+        .map(|&h| {
+            let top = ((SUBSTEPS * j_max + SUBSTEPS / 2 - 1) / h).min(m_hi);
+            (top + 1).saturating_sub(m_lo)
+        })
+        .sum()
+}
+
+/// A sum of `h` whitened ordinates below which ln P(Gamma(h, 1) ≥ sum) stays above
+/// `log_p` (bisection; the bound returned errs low, so no passing sum is skipped).
+fn sum_needed(h: usize, log_p: f64) -> f64 {
+    if log_p >= 0.0 {
+        return 0.0;
+    }
+    let (mut lo, mut hi) = (0.0f64, h as f64 - log_p + 10.0);
+    while log_gamma_tail(h, hi) > log_p {
+        hi *= 2.0;
+    }
+    for _ in 0..50 {
+        let mid = 0.5 * (lo + hi);
+        if log_gamma_tail(h, mid) > log_p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
 }
 
 /// Calls `f(level index, sum)` for each level whose harmonics of the fundamental
@@ -171,5 +213,49 @@ mod tests {
         assert!(log_gamma_tail(16, 16.0).exp() > 0.4);
         let far = log_gamma_tail(16, 60.0).exp();
         assert!((far / 4.1688e-12 - 1.0).abs() < 0.001, "{far}");
+    }
+
+    #[test]
+    fn the_trial_count_is_the_pairs_the_search_visits() {
+        for j_max in [20usize, 81, 400, 8064] {
+            let r = vec![1.0; j_max + 1];
+            let m_lo = 24;
+            let m_hi = j_max * SUBSTEPS / 2;
+            let mut visited = 0;
+            for m in m_lo..=m_hi {
+                for_each_level(&r, m, |_, _| visited += 1);
+            }
+            assert_eq!(trial_count(j_max, m_lo, m_hi), visited, "j_max {j_max}");
+        }
+    }
+
+    #[test]
+    fn the_null_statistic_is_the_best_candidate_before_its_correction() {
+        // A comb of harmonics every 10 Fourier bins (power at even j = Fourier k).
+        let n = 400;
+        let power: Vec<f64> = (0..=n)
+            .map(|j| if j % 20 == 0 && j > 0 { 30.0 } else { 1.0 })
+            .collect();
+        let w = crate::analysis::periodicity::significance::whiten(&power, 3, 160).unwrap();
+        let (lp, trials) = min_log_p(&power, &w);
+        let best = candidates(&power, &w, 1.0)[0];
+        let want = (lp + (trials as f64).ln()).exp().min(1.0);
+        assert!((best.p / want - 1.0).abs() < 1e-9, "{} vs {want}", best.p);
+        assert!((best.k - 10.0).abs() < 0.2, "{}", best.k);
+    }
+
+    #[test]
+    fn the_sum_needed_is_where_the_tail_crosses_the_level() {
+        for h in LEVELS {
+            for log_p in [-3.0, -12.0, -40.0] {
+                let s = sum_needed(h, log_p);
+                assert!(log_gamma_tail(h, s) >= log_p, "h {h}: below at {s}");
+                assert!(
+                    log_gamma_tail(h, s + 1e-6) <= log_p + 1e-6,
+                    "h {h}: {s} too low"
+                );
+            }
+        }
+        assert_eq!(sum_needed(4, 0.5), 0.0);
     }
 }

@@ -23,12 +23,23 @@ fn std_dev(x: &[f64]) -> f64 {
 /// `cycles` cycles of `shape` (a function of the phase, 0–1) at `period` steps, plus
 /// Gaussian noise at SNR 2.
 fn periodic(shape: impl Fn(f64) -> f64, period: f64, cycles: f64, seed: u64) -> Vec<f64> {
+    periodic_at_snr(shape, period, cycles, seed, 2.0)
+}
+
+/// As [`periodic`], at signal-to-noise ratio `snr` (signal std over noise std).
+fn periodic_at_snr(
+    shape: impl Fn(f64) -> f64,
+    period: f64,
+    cycles: f64,
+    seed: u64,
+    snr: f64,
+) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let n = (cycles * period).ceil() as usize;
     let signal: Vec<f64> = (0..n)
         .map(|i| shape((i as f64 / period + 0.3).fract()))
         .collect();
-    let sigma = std_dev(&signal) / 2.0;
+    let sigma = std_dev(&signal) / snr;
     signal
         .iter()
         .map(|s| s + sigma * normal(&mut rng))
@@ -110,6 +121,36 @@ fn impulsive_shapes_are_found_at_12_cycles() {
     assert_impulsive_found_at(12.0);
 }
 
+/// Found within 2%, without asserting: for counting over many series.
+fn found(values: &[f64], period: f64) -> bool {
+    let truth = period * STEP;
+    detect_on_grid(values, STEP, &PeriodConfig::default())
+        .periods()
+        .iter()
+        .any(|p| (p.period_seconds - truth).abs() <= 0.02 * truth)
+}
+
+/// Short dips and spikes (about a step wide) at exactly 6 cycles of 140–220 points,
+/// SNR 1.5: their harmonic sums mostly miss the corrected level, and the series'
+/// repeats at 1, 2 and 3 periods confirm them. Before that confirmation 30 of these 72
+/// were found; with it 57.
+#[test]
+fn short_pulses_at_6_cycles_are_mostly_found() {
+    let shapes: [Shape; 2] = [dips, spikes];
+    let mut hits = 0;
+    let mut total = 0;
+    for shape in shapes {
+        for period in [23.6, 28.2, 35.3] {
+            for seed in 101..=112u64 {
+                let y = periodic_at_snr(shape, period, 6.0, seed, 1.5);
+                hits += usize::from(found(&y, period));
+                total += 1;
+            }
+        }
+    }
+    assert!(3 * hits >= 2 * total, "{hits} of {total} found");
+}
+
 /// Series of `n` points from `next(previous, rng)`.
 fn walk(n: usize, seed: u64, next: impl Fn(f64, usize, &mut ChaCha8Rng) -> f64) -> Vec<f64> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -140,7 +181,7 @@ fn aperiodic_kinds_have_no_period() {
         }),
     ];
     for (name, next) in kinds {
-        for (n, seed) in [(300, 10), (700, 11), (1500, 12)] {
+        for (n, seed) in [(120, 14), (200, 15), (300, 10), (700, 11), (1500, 12)] {
             let y = walk(n, seed, next);
             let out = detect_on_grid(&y, STEP, &PeriodConfig::default());
             assert!(out.periods().is_empty(), "{name}, n {n}: made-up {out:?}");
@@ -157,4 +198,21 @@ fn aperiodic_kinds_have_no_period() {
     });
     let out = detect_on_grid(&steps, STEP, &PeriodConfig::default());
     assert!(out.periods().is_empty(), "steps: made-up {out:?}");
+}
+
+/// A harmonic-sum candidate let through only for the repeat check is no significant
+/// peak: noise that fails the check is reported as having none, not as a significant
+/// peak the autocorrelation does not repeat (16 of these 100 were, before).
+#[test]
+fn noise_is_not_said_to_have_a_significant_peak() {
+    let mut blamed = 0;
+    for seed in 20..120 {
+        let y = walk(300, seed, |_, _, r| normal(r));
+        // (The rare false positive, about 1%, is counted by the suite's tables.)
+        let out = detect_on_grid(&y, STEP, &PeriodConfig::default());
+        if let super::PeriodOutcome::NoPeriod { reason } = out {
+            blamed += usize::from(reason.contains("not repeated"));
+        }
+    }
+    assert!(blamed <= 5, "{blamed} of 100 blamed on a significant peak");
 }

@@ -30,9 +30,7 @@ pub fn detrend_and_clip(x: &mut [f64]) -> f64 {
     }
     subtract_line(x);
     clip_outliers(x, CLIP_SIGMAS);
-    subtract_line(x);
-    let n = x.len() as f64;
-    x.iter().map(|v| v * v).sum::<f64>() / n
+    line_and_residual_variance(x)
 }
 
 /// The largest magnitude in `x` (0 when empty).
@@ -42,22 +40,34 @@ pub fn max_abs(x: &[f64]) -> f64 {
 
 /// Subtracts the least-squares line through (index, value).
 pub fn subtract_line(x: &mut [f64]) {
-    let n = x.len() as f64;
-    if x.len() < 2 {
-        return;
+    line_and_residual_variance(x);
+}
+
+/// Subtracts the least-squares line through (index, value) and returns the mean
+/// square of what is left. One pass gathers Σy, Σ(i − t̄)·y and Σy² (Σ(i − t̄)² is
+/// n(n² − 1)/12), a second subtracts: the residual sum of squares is
+/// Σ(y − ȳ)² − slope²·Σ(i − t̄)², so no third pass is needed.
+fn line_and_residual_variance(x: &mut [f64]) -> f64 {
+    let len = x.len();
+    if len < 2 {
+        return x.iter().map(|v| v * v).sum::<f64>() / len.max(1) as f64;
     }
+    let n = len as f64;
     let t_mean = (n - 1.0) / 2.0;
-    let y_mean = x.iter().sum::<f64>() / n;
-    let (mut sxy, mut sxx) = (0.0, 0.0);
+    let (mut sy, mut sty, mut syy) = (0.0, 0.0, 0.0);
     for (i, y) in x.iter().enumerate() {
         let dt = i as f64 - t_mean;
-        sxy += dt * (y - y_mean);
-        sxx += dt * dt;
+        sy += y;
+        sty += dt * y;
+        syy += y * y;
     }
-    let slope = sxy / sxx;
+    let sxx = n * (n * n - 1.0) / 12.0;
+    let y_mean = sy / n;
+    let slope = sty / sxx;
     for (i, y) in x.iter_mut().enumerate() {
         *y -= y_mean + slope * (i as f64 - t_mean);
     }
+    ((syy - sy * y_mean - slope * slope * sxx) / n).max(0.0)
 }
 
 /// Most values the median and MAD are taken from: an evenly strided sample of a long
@@ -156,20 +166,23 @@ pub fn median_in_place(buf: &mut [f64]) -> f64 {
 /// this period does not explain, harmonics included.
 pub fn remove_cycle(x: &mut [f64], period: f64) {
     let bins = (period.round() as usize).max(1);
+    let per_step = 1.0 / period;
     let bin = |i: usize| -> usize {
-        let f = (i as f64 / period).fract() * bins as f64;
+        let f = (i as f64 * per_step).fract() * bins as f64;
         ((f + 1e-9) as usize).min(bins - 1)
     };
+    // Each sample's bin, computed once.
+    let index: Vec<u32> = (0..x.len()).map(|i| bin(i) as u32).collect();
     let (mut sum, mut count) = (vec![0.0; bins], vec![0usize; bins]);
-    for (i, v) in x.iter().enumerate() {
-        sum[bin(i)] += v;
-        count[bin(i)] += 1;
+    for (&b, v) in index.iter().zip(x.iter()) {
+        sum[b as usize] += v;
+        count[b as usize] += 1;
     }
     for (s, c) in sum.iter_mut().zip(&count) {
         *s /= (*c).max(1) as f64;
     }
-    for (i, v) in x.iter_mut().enumerate() {
-        *v -= sum[bin(i)];
+    for (&b, v) in index.iter().zip(x.iter_mut()) {
+        *v -= sum[b as usize];
     }
 }
 
@@ -182,6 +195,18 @@ pub fn hann(i: usize, n: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_residual_variance_is_the_mean_square_left() {
+        let mut x: Vec<f64> = (0..500)
+            .map(|i| 0.3 - 0.001 * i as f64 + 0.2 * (((i * 7919) % 101) as f64 / 101.0 - 0.5))
+            .collect();
+        let v = line_and_residual_variance(&mut x);
+        let direct = x.iter().map(|v| v * v).sum::<f64>() / 500.0;
+        assert!((v / direct - 1.0).abs() < 1e-9, "{v} vs {direct}");
+        let mean = x.iter().sum::<f64>() / 500.0;
+        assert!(mean.abs() < 1e-12, "{mean}");
+    }
 
     #[test]
     fn detrend_removes_a_line_despite_an_outlier() {

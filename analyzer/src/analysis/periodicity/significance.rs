@@ -86,6 +86,7 @@ thread_local! {
 fn background_with(ordinates: &[f64], log_k: &[f64], k_min: usize, k_max: usize) -> Vec<f64> {
     let k_all = ordinates.len() - 1;
     let log_p: Vec<f64> = ordinates.iter().map(|p| p.max(1e-300).ln()).collect();
+    let sums = PrefixSums::of(log_k, &log_p);
     let mut anchors: Vec<(f64, f64)> = Vec::new();
     let mut k = k_min as f64;
     loop {
@@ -93,7 +94,7 @@ fn background_with(ordinates: &[f64], log_k: &[f64], k_min: usize, k_max: usize)
         let half = ((kc as f64) * HALF_WIDTH).max(8.0) as usize;
         let lo = kc.saturating_sub(half).max(1);
         let hi = (kc + half).min(k_all);
-        let level = local_log_level(&log_k[lo..=hi], &log_p[lo..=hi], log_k[kc]);
+        let level = local_log_level(&sums, log_k, &log_p, lo..=hi, log_k[kc]);
         anchors.push((log_k[kc], level));
         if kc >= k_max {
             break;
@@ -102,8 +103,7 @@ fn background_with(ordinates: &[f64], log_k: &[f64], k_min: usize, k_max: usize)
     }
     let mut out = Vec::with_capacity(k_max - k_min + 1);
     let mut a = 0;
-    for k in k_min..=k_max {
-        let lk = (k as f64).ln();
+    for &lk in &log_k[k_min..=k_max] {
         while a + 1 < anchors.len() && anchors[a + 1].0 < lk {
             a += 1;
         }
@@ -128,42 +128,121 @@ const EULER: f64 = 0.577_215_664_901_532_9;
 /// Residuals (in ln units) above the first fit beyond which a point is left out.
 const PEAK_RESIDUAL: f64 = 2.5;
 
-/// ln of the exponential mean at ln k = `x0`, from a line through (ln k, ln power).
-fn local_log_level(log_k: &[f64], log_p: &[f64], x0: f64) -> f64 {
-    let pts = || log_k.iter().zip(log_p).map(move |(x, y)| (x - x0, *y));
-    let (a, b) = fit_line(pts());
-    let (a, _) = fit_line(pts().filter(|(x, y)| y - (a + b * x) < PEAK_RESIDUAL));
-    a + EULER
+/// Running sums of x, y, x², x·y over (ln k, ln power): any window's least-squares
+/// line in O(1) instead of a pass over the window.
+struct PrefixSums {
+    /// `at[i]` sums points 0..i.
+    at: Vec<Moments>,
 }
 
-/// Least-squares intercept and slope, in one pass (x is centred near zero by the
-/// caller, so the single-pass sums lose no precision).
-fn fit_line(pts: impl Iterator<Item = (f64, f64)>) -> (f64, f64) {
-    let (mut n, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    for (x, y) in pts {
-        n += 1.0;
-        sx += x;
-        sy += y;
-        sxx += x * x;
-        sxy += x * y;
+/// Sums of a set of points (x, y): count, Σx, Σy, Σx², Σxy.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Moments {
+    n: f64,
+    x: f64,
+    y: f64,
+    xx: f64,
+    xy: f64,
+}
+
+impl Moments {
+    fn add(self, x: f64, y: f64, sign: f64) -> Moments {
+        Moments {
+            n: self.n + sign,
+            x: self.x + sign * x,
+            y: self.y + sign * y,
+            xx: self.xx + sign * x * x,
+            xy: self.xy + sign * x * y,
+        }
     }
-    if n == 0.0 {
-        return (0.0, 0.0);
+
+    /// The same points with x measured from `x0` (which keeps the fit well
+    /// conditioned: x0 is the window's centre).
+    fn centred(self, x0: f64) -> Moments {
+        Moments {
+            n: self.n,
+            x: self.x - self.n * x0,
+            y: self.y,
+            xx: self.xx - 2.0 * x0 * self.x + self.n * x0 * x0,
+            xy: self.xy - x0 * self.y,
+        }
     }
-    let var = sxx - sx * sx / n;
-    let b = if var > 1e-12 {
-        (sxy - sx * sy / n) / var
-    } else {
-        0.0
-    };
-    ((sy - b * sx) / n, b)
+
+    /// Least-squares intercept and slope.
+    fn line(self) -> (f64, f64) {
+        if self.n <= 0.0 {
+            return (0.0, 0.0);
+        }
+        let var = self.xx - self.x * self.x / self.n;
+        let b = if var > 1e-12 {
+            (self.xy - self.x * self.y / self.n) / var
+        } else {
+            0.0
+        };
+        ((self.y - b * self.x) / self.n, b)
+    }
+}
+
+impl PrefixSums {
+    fn of(xs: &[f64], ys: &[f64]) -> PrefixSums {
+        let mut at = Vec::with_capacity(xs.len() + 1);
+        let mut m = Moments::default();
+        at.push(m);
+        for (x, y) in xs.iter().zip(ys) {
+            m = m.add(*x, *y, 1.0);
+            at.push(m);
+        }
+        PrefixSums { at }
+    }
+
+    /// The sums over points `lo..=hi`.
+    fn window(&self, lo: usize, hi: usize) -> Moments {
+        let (a, b) = (self.at[lo], self.at[hi + 1]);
+        Moments {
+            n: b.n - a.n,
+            x: b.x - a.x,
+            y: b.y - a.y,
+            xx: b.xx - a.xx,
+            xy: b.xy - a.xy,
+        }
+    }
+}
+
+/// ln of the exponential mean at ln k = `x0`, from a line through (ln k, ln power)
+/// over the window `range`, refitted without the points far above the first line.
+/// The first fit comes from the running sums; the refit subtracts the few points
+/// left out, so the window is read once, to find them.
+fn local_log_level(
+    sums: &PrefixSums,
+    log_k: &[f64],
+    log_p: &[f64],
+    range: std::ops::RangeInclusive<usize>,
+    x0: f64,
+) -> f64 {
+    let all = sums.window(*range.start(), *range.end()).centred(x0);
+    let (a, b) = all.line();
+    let mut kept = all;
+    for i in range {
+        let (x, y) = (log_k[i] - x0, log_p[i]);
+        if y - (a + b * x) >= PEAK_RESIDUAL {
+            kept = kept.add(x, y, -1.0);
+        }
+    }
+    kept.line().0 + EULER
 }
 
 impl Whitened {
     /// Local maxima of the whitened ordinates, strongest first.
     pub fn peaks(&self) -> Vec<Peak> {
+        let mut peaks = self.local_maxima();
+        peaks.sort_by(|a, b| b.ratio.total_cmp(&a.ratio));
+        peaks
+    }
+
+    /// Local maxima of the whitened ordinates, in frequency order.
+    fn local_maxima(&self) -> Vec<Peak> {
         let r = &self.ratio;
-        let mut peaks: Vec<Peak> = (0..r.len())
+        (0..r.len())
             .filter(|&i| {
                 let left = if i > 0 { r[i - 1] } else { f64::NEG_INFINITY };
                 let right = r.get(i + 1).copied().unwrap_or(f64::NEG_INFINITY);
@@ -173,8 +252,20 @@ impl Whitened {
                 k: self.k_min + i,
                 ratio: r[i],
             })
-            .collect();
-        peaks.sort_by(|a, b| b.ratio.total_cmp(&a.ratio));
+            .collect()
+    }
+
+    /// The `count` strongest local maxima, strongest first: what [`Whitened::peaks`]
+    /// starts with, without sorting the long tail of small ones.
+    pub fn strongest_peaks(&self, count: usize) -> Vec<Peak> {
+        // Ties in frequency order, as the stable sort of `peaks` leaves them.
+        let order = |a: &Peak, b: &Peak| b.ratio.total_cmp(&a.ratio).then(a.k.cmp(&b.k));
+        let mut peaks = self.local_maxima();
+        if peaks.len() > count {
+            peaks.select_nth_unstable_by(count, order);
+            peaks.truncate(count);
+        }
+        peaks.sort_by(order);
         peaks
     }
 
@@ -209,6 +300,62 @@ mod tests {
         assert_eq!(fisher_p(1.0 / 1000.0, 1000), 1.0);
         // Exact value for m = 2: p = 2 (1 - g) when g > 1/2.
         assert!((fisher_p(0.8, 2) - 0.4).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_strongest_peaks_are_the_head_of_all_peaks() {
+        let ratio: Vec<f64> = (0..400).map(|i| ((i * 7919) % 113) as f64 / 10.0).collect();
+        let w = Whitened {
+            k_min: 3,
+            total: ratio.iter().sum(),
+            background: vec![1.0; ratio.len()],
+            ratio,
+        };
+        let all = w.peaks();
+        assert!(all.len() > 20);
+        assert_eq!(w.strongest_peaks(12), all[..12].to_vec());
+        assert_eq!(w.strongest_peaks(1000), all);
+    }
+
+    /// The local level by two direct least-squares passes over the window.
+    fn direct_level(log_k: &[f64], log_p: &[f64], x0: f64) -> f64 {
+        let fit = |keep: &dyn Fn(f64, f64) -> bool| {
+            let pts: Vec<(f64, f64)> = log_k
+                .iter()
+                .zip(log_p)
+                .map(|(x, y)| (x - x0, *y))
+                .filter(|(x, y)| keep(*x, *y))
+                .collect();
+            let n = pts.len() as f64;
+            let mx = pts.iter().map(|p| p.0).sum::<f64>() / n;
+            let my = pts.iter().map(|p| p.1).sum::<f64>() / n;
+            let sxx: f64 = pts.iter().map(|p| (p.0 - mx).powi(2)).sum();
+            let sxy: f64 = pts.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+            let b = sxy / sxx;
+            (my - b * mx, b)
+        };
+        let (a, b) = fit(&|_, _| true);
+        fit(&|x, y| y - (a + b * x) < PEAK_RESIDUAL).0 + EULER
+    }
+
+    #[test]
+    fn the_running_sums_fit_what_direct_passes_fit() {
+        let k_all = 5000;
+        let log_k: Vec<f64> = (0..=k_all).map(|k| (k.max(1) as f64).ln()).collect();
+        // A red slope, a jumble, and tall peaks every 97 bins that the refit leaves out.
+        let log_p: Vec<f64> = (0..=k_all)
+            .map(|k| {
+                let peak = if k % 97 == 0 { 6.0 } else { 0.0 };
+                -1.5 * log_k[k] + ((k * 7919) % 101) as f64 / 40.0 + peak
+            })
+            .collect();
+        let sums = PrefixSums::of(&log_k, &log_p);
+        for (lo, hi) in [(1, 17), (90, 110), (700, 1200), (3000, 5000)] {
+            let x0 = log_k[(lo + hi) / 2];
+            let got = local_log_level(&sums, &log_k, &log_p, lo..=hi, x0);
+            let want = direct_level(&log_k[lo..=hi], &log_p[lo..=hi], x0);
+            assert!((got - want).abs() < 1e-9, "{lo}..={hi}: {got} vs {want}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! the tests compare against direct sums, and the f32 rounding (1e-7) is far below the
 //! 1e-3 noise floor the significance test assumes.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::sync::Arc;
 
 use rustfft::num_complex::Complex;
@@ -18,6 +18,10 @@ use super::prepare::hann;
 
 thread_local! {
     static PLANNER: RefCell<FftPlanner<f32>> = RefCell::new(FftPlanner::new());
+    /// Work buffers reused from series to series: at 2n = 20,160 points each is larger
+    /// than the allocator's mmap threshold, so a fresh one would page-fault its every
+    /// page on every series.
+    static BUFFERS: RefCell<Buffers> = RefCell::new(Buffers::default());
     /// The Hann window of the last length used on this thread (computing it costs a
     /// sine per point, as much as the transforms).
     static WINDOW: RefCell<Vec<f64>> = const { RefCell::new(Vec::new()) };
@@ -34,6 +38,23 @@ fn with_window<R>(n: usize, f: impl FnOnce(&[f64]) -> R) -> R {
     })
 }
 
+/// The signal, the power and the FFT scratch of one thread.
+#[derive(Default)]
+struct Buffers {
+    signal: Vec<Complex<f32>>,
+    power: Vec<Complex<f32>>,
+    scratch: Vec<Complex<f32>>,
+}
+
+/// Transforms `buf` in place with `fft`, using (and growing) `scratch`.
+fn transform(fft: &Arc<dyn Fft<f32>>, buf: &mut [Complex<f32>], scratch: &mut Vec<Complex<f32>>) {
+    let need = fft.get_inplace_scratch_len();
+    if scratch.len() < need {
+        scratch.resize(need, Complex::new(0.0, 0.0));
+    }
+    fft.process_with_scratch(buf, &mut scratch[..need]);
+}
+
 /// The spectra of one conditioned series of length n.
 #[derive(Debug, Clone)]
 pub struct Spectra {
@@ -43,59 +64,97 @@ pub struct Spectra {
     /// frequency j / (2n) cycles per step, for j in 0..=n. Even j are the Fourier
     /// frequencies of the series itself.
     pub power: Vec<f64>,
-    /// Autocorrelation (biased estimator, `acf[0] == 1`) for lags 0..n.
-    pub acf: Vec<f64>,
+    /// Power of the untapered series at j in 0..=n (the rest mirrors it): the
+    /// autocorrelation's transform, kept until [`Spectra::acf`] is asked for.
+    raw_power: Vec<f32>,
+    acf: OnceCell<Vec<f64>>,
 }
 
 impl Spectra {
     /// Computes both spectra of `x` (already detrended; not yet tapered).
     pub fn of(x: &[f64]) -> Spectra {
+        BUFFERS.with(|b| Self::of_with(x, &mut b.borrow_mut()))
+    }
+
+    fn of_with(x: &[f64], b: &mut Buffers) -> Spectra {
         let n = x.len();
         let m = 2 * n;
-        let scale = scale_of(x);
-        let mut buf: Vec<Complex<f32>> = Vec::with_capacity(m);
+        let inv_scale = 1.0 / scale_of(x);
+        let buf = &mut b.signal;
+        buf.clear();
         with_window(n, |w| {
             buf.extend(x.iter().zip(w).map(|(v, h)| {
-                let v = v / scale;
+                let v = v * inv_scale;
                 Complex::new((v * h) as f32, v as f32)
             }))
         });
         buf.resize(m, Complex::new(0.0, 0.0));
-        let (fwd, inv) = plans(m);
-        fwd.process(&mut buf);
+        let (fwd, _) = plans(m);
+        transform(&fwd, buf, &mut b.scratch);
+        // Both series are real, so their spectra are conjugate-symmetric: k = 0..=n
+        // holds everything.
         let mut power = Vec::with_capacity(n + 1);
-        let mut raw_power = vec![Complex::new(0.0f32, 0.0); m];
-        for k in 0..m {
+        let mut raw_power = Vec::with_capacity(n + 1);
+        for k in 0..=n {
             let z = buf[k];
-            let zc = buf[(m - k) % m].conj();
+            let zc = buf[if k == 0 { 0 } else { m - k }].conj();
             let a = (z + zc) * 0.5;
             let b = (z - zc) * Complex::new(0.0, -0.5);
-            if k <= n {
-                power.push(f64::from(a.norm_sqr()));
-            }
-            raw_power[k] = Complex::new(b.norm_sqr(), 0.0);
+            power.push(f64::from(a.norm_sqr()));
+            raw_power.push(b.norm_sqr());
         }
-        inv.process(&mut raw_power);
-        let acf = normalized(&raw_power[..n]);
-        Spectra { n, power, acf }
+        Spectra {
+            n,
+            power,
+            raw_power,
+            acf: OnceCell::new(),
+        }
+    }
+
+    /// Autocorrelation (biased estimator, `acf[0] == 1`) for lags 0..n, computed on
+    /// first use: a series whose periodogram has nothing significant never needs it,
+    /// which saves the inverse transform.
+    pub fn acf(&self) -> &[f64] {
+        self.acf.get_or_init(|| {
+            BUFFERS.with(|b| {
+                let b = &mut *b.borrow_mut();
+                let m = 2 * self.n;
+                let buf = &mut b.power;
+                buf.clear();
+                buf.resize(m, Complex::new(0.0, 0.0));
+                for (k, &p) in self.raw_power.iter().enumerate() {
+                    buf[k] = Complex::new(p, 0.0);
+                    if k > 0 && k < m - k {
+                        buf[m - k] = Complex::new(p, 0.0);
+                    }
+                }
+                let (_, inv) = plans(m);
+                transform(&inv, buf, &mut b.scratch);
+                normalized(&buf[..self.n])
+            })
+        })
     }
 }
 
 /// The autocorrelation (biased, `[0] == 1`) of `x` alone, for lags 0..n.
 pub fn autocorrelation(x: &[f64]) -> Vec<f64> {
-    let n = x.len();
-    let m = 2 * n;
-    let scale = scale_of(x);
-    let mut buf: Vec<Complex<f32>> = Vec::with_capacity(m);
-    buf.extend(x.iter().map(|v| Complex::new((v / scale) as f32, 0.0)));
-    buf.resize(m, Complex::new(0.0, 0.0));
-    let (fwd, inv) = plans(m);
-    fwd.process(&mut buf);
-    for z in buf.iter_mut() {
-        *z = Complex::new(z.norm_sqr(), 0.0);
-    }
-    inv.process(&mut buf);
-    normalized(&buf[..n])
+    BUFFERS.with(|b| {
+        let b = &mut *b.borrow_mut();
+        let n = x.len();
+        let m = 2 * n;
+        let scale = scale_of(x);
+        let buf = &mut b.signal;
+        buf.clear();
+        buf.extend(x.iter().map(|v| Complex::new((v / scale) as f32, 0.0)));
+        buf.resize(m, Complex::new(0.0, 0.0));
+        let (fwd, inv) = plans(m);
+        transform(&fwd, buf, &mut b.scratch);
+        for z in buf.iter_mut() {
+            *z = Complex::new(z.norm_sqr(), 0.0);
+        }
+        transform(&inv, buf, &mut b.scratch);
+        normalized(&buf[..n])
+    })
 }
 
 /// The largest magnitude in `x` (never 0), to scale the series to ±1 before the f32 FFT.
@@ -140,7 +199,7 @@ mod tests {
         let c0: f64 = x.iter().map(|v| v * v).sum();
         for lag in [1usize, 5, 8, 20] {
             let c: f64 = (0..n - lag).map(|i| x[i] * x[i + lag]).sum();
-            assert!((s.acf[lag] - c / c0).abs() < 1e-5, "lag {lag}");
+            assert!((s.acf()[lag] - c / c0).abs() < 1e-5, "lag {lag}");
             assert!((alone[lag] - c / c0).abs() < 1e-5, "lag {lag}");
         }
         let peak = (1..=n)
