@@ -80,11 +80,8 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
     let kubelet = kubelet_socket(args)?;
     let backend = open_backend(&args.gpu_source())?;
     let bound = server.bind(&args.listen_addresses)?;
-    // One worker: a scrape costs about 11 µs once the snapshot is encoded, so one
-    // thread serves tens of thousands a second, and each further thread keeps its own
-    // stack and allocator arena resident. Password checks run on the blocking pool.
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
+        .worker_threads(2)
         .thread_name("poolprof-http")
         .enable_all()
         .build()

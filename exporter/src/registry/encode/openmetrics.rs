@@ -52,7 +52,10 @@ fn write_sample(out: &mut String, kind: MetricKind, name: &str, metric: &Metric)
             if i > 0 {
                 out.push(',');
             }
-            let _ = write!(out, "{}=\"{}\"", pair.name(), escape(pair.value()));
+            out.push_str(pair.name());
+            out.push_str("=\"");
+            out.push_str(&escape(pair.value()));
+            out.push('"');
         }
         out.push('}');
     }
@@ -61,7 +64,7 @@ fn write_sample(out: &mut String, kind: MetricKind, name: &str, metric: &Metric)
         MetricKind::Gauge | MetricKind::Info => metric.get_gauge().get_value(),
     };
     out.push(' ');
-    out.push_str(&format_float(value));
+    write_float(out, value);
     let timestamp_ms = metric.timestamp_ms();
     if timestamp_ms != 0 {
         out.push(' ');
@@ -72,7 +75,9 @@ fn write_sample(out: &mut String, kind: MetricKind, name: &str, metric: &Metric)
 
 /// Escapes `\`, `"` and newlines, as OpenMetrics requires in label values and help.
 pub(super) fn escape(value: &str) -> std::borrow::Cow<'_, str> {
-    if !value.contains(['\\', '"', '\n']) {
+    // A byte scan: this runs for every label value of every scrape, and a set of
+    // chars as the pattern showed as an eighth of the encoder's time.
+    if !value.bytes().any(|b| matches!(b, b'\\' | b'"' | b'\n')) {
         return value.into();
     }
     let mut escaped = String::with_capacity(value.len() + 8);
@@ -85,6 +90,15 @@ pub(super) fn escape(value: &str) -> std::borrow::Cow<'_, str> {
         }
     }
     escaped.into()
+}
+
+/// Appends `value` as [`format_float`] spells it, without a string of its own.
+fn write_float(out: &mut String, value: f64) {
+    if value.is_finite() {
+        let _ = write!(out, "{value}");
+    } else {
+        out.push_str(&format_float(value));
+    }
 }
 
 /// OpenMetrics spells the special values `+Inf`, `-Inf` and `NaN`.
