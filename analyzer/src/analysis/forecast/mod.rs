@@ -19,6 +19,8 @@ pub mod ets;
 pub mod intervals;
 pub mod linear;
 pub mod optimize;
+pub mod pinned;
+pub mod resets;
 mod select;
 pub mod spikes;
 pub mod threshold;

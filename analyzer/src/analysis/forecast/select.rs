@@ -6,12 +6,15 @@ use super::bounds::Bounds;
 use super::candidates::{self, Candidate, Path};
 use super::ets::{self, EtsSpec, Season, Trend};
 use super::intervals;
+use super::pinned;
 use super::linear::LinearFit;
 use super::validation::{self, Origins};
 use super::{fits, Forecast, FIT_POINTS};
 
 /// Evaluations the optimiser may spend per model (AICc method).
 const MAX_EVALS: usize = 40;
+/// Where [`candidates::build`] puts naive.
+const NAIVE: usize = 0;
 /// Fewest points a candidate is trained on.
 const MIN_TRAIN: usize = 10;
 /// Normal quantiles of the central 80% and 95%.
@@ -53,8 +56,9 @@ fn plan(n: usize, h: usize, seasons: &[Season]) -> Option<(Origins, Vec<Season>)
 /// The first `detected` of `seasons` were detected or given (the first is ETS's season)
 /// and size the window; the rest (the calendar's) are modelled where they fit in it.
 pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usize) -> Forecast {
-    let dominant = seasons[..detected].first().copied();
-    let y = window(y, &seasons[..detected], validation::ORIGINS * h);
+    let detected_seasons = &seasons[..detected];
+    let dominant = detected_seasons.first().copied();
+    let y = window(y, detected_seasons, validation::ORIGINS * h);
     let Some((origins, seasons)) = plan(y.len(), h, seasons) else {
         return forecast_by_aicc(y, dominant, h);
     };
@@ -63,7 +67,12 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     let post = |p: &mut Path| p.point.iter_mut().for_each(|v| *v = bounds.clamp(*v));
     let dominant = dominant.filter(|s| fits(train.len(), s.period()));
     let all = candidates::build(train, &seasons, dominant, origins.steps);
-    let choice = validation::choose(y, &all, &origins, &post);
+    let longest = detected_seasons.iter().map(|s| s.period()).fold(0.0, f64::max);
+    let choice = if pinned::is_pinned(y, longest) {
+        validation::fixed(y, &all, NAIVE, &origins, &post)
+    } else {
+        validation::choose(y, &all, &origins, &post)
+    };
     let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
     let paths: Vec<Path> = members
         .iter()
