@@ -8,6 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::breaks::{since_last_break, MIN_SEGMENT};
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
@@ -144,7 +145,7 @@ impl Candidate for SeasonalMedian {
     }
 }
 
-/// The least-squares line over the window.
+/// The least-squares line over the window since its last break.
 pub struct Line;
 
 impl Candidate for Line {
@@ -152,6 +153,10 @@ impl Candidate for Line {
         "linear".into()
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let y = since_last_break(y);
+        if y.len() < MIN_SEGMENT {
+            return Naive.forecast(y, h);
+        }
         let (point, var) = LinearFit::fit(y).forecast(h);
         Path { point, var }
     }
@@ -168,8 +173,17 @@ impl Candidate for Ets {
         self.0.spec.season.map(|s| s.period())
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
-        let bins = self.0.spec.season.map_or(0, |s| s.bins());
-        let (point, var) = self.0.rerun(recent(y, 3 * bins)).forecast(h);
+        let spec = self.0.spec;
+        let bins = spec.season.map_or(0, |s| s.bins());
+        let mut y = recent(y, 3 * bins);
+        if spec.season.is_none() && spec.trend != Trend::None {
+            // A trend is the current ramp's, not one spanning a reset.
+            y = since_last_break(y);
+            if y.len() < MIN_SEGMENT {
+                return Naive.forecast(y, h);
+            }
+        }
+        let (point, var) = self.0.rerun(y).forecast(h);
         Path { point, var }
     }
 }

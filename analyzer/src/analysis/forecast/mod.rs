@@ -13,6 +13,7 @@
 //! saturating at ±f64::MAX.
 
 pub mod bounds;
+pub mod breaks;
 pub mod candidates;
 pub mod decompose;
 pub mod ets;
