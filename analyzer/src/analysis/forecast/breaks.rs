@@ -36,7 +36,16 @@ mod tests {
     fn a_reset_starts_the_segment_and_ordinary_steps_do_not() {
         // a slow ramp freed twice; the last reset 30 steps before the end
         let y: Vec<f64> = (0..530)
-            .map(|i| 1.0 + 0.01 * (if i < 250 { i } else if i < 500 { i - 250 } else { i - 500 }) as f64)
+            .map(|i| {
+                1.0 + 0.01
+                    * (if i < 250 {
+                        i
+                    } else if i < 500 {
+                        i - 250
+                    } else {
+                        i - 500
+                    }) as f64
+            })
             .collect();
         assert_eq!(since_last_break(&y).len(), 30);
         let noisy: Vec<f64> = (0..300).map(|i| ((i * 7919) % 13) as f64).collect();

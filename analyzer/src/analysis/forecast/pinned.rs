@@ -43,7 +43,10 @@ mod tests {
         let mut y: Vec<f64> = (0..100).map(|i| (i as f64 * 0.7).sin()).collect();
         y.extend([1.0; 30]);
         assert!(is_pinned(&y, 24.0));
-        assert!(!is_pinned(&y, 48.0), "30 steps do not cover a 48-step cycle");
+        assert!(
+            !is_pinned(&y, 48.0),
+            "30 steps do not cover a 48-step cycle"
+        );
         y.truncate(100 + MIN_RUN - 1);
         assert!(!is_pinned(&y, 0.0), "fewer than MIN_RUN steps");
     }

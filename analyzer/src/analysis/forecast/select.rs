@@ -6,8 +6,8 @@ use super::bounds::Bounds;
 use super::candidates::{self, Candidate, Path};
 use super::ets::{self, EtsSpec, Season, Trend};
 use super::intervals;
-use super::pinned;
 use super::linear::LinearFit;
+use super::pinned;
 use super::validation::{self, Origins};
 use super::{fits, Forecast, FIT_POINTS};
 
@@ -67,7 +67,10 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     let post = |p: &mut Path| p.point.iter_mut().for_each(|v| *v = bounds.clamp(*v));
     let dominant = dominant.filter(|s| fits(train.len(), s.period()));
     let all = candidates::build(train, &seasons, dominant, origins.steps);
-    let longest = detected_seasons.iter().map(|s| s.period()).fold(0.0, f64::max);
+    let longest = detected_seasons
+        .iter()
+        .map(|s| s.period())
+        .fold(0.0, f64::max);
     let choice = if pinned::is_pinned(y, longest) {
         validation::fixed(y, &all, NAIVE, &origins, &post)
     } else {
@@ -248,6 +251,62 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_series_pinned_for_a_whole_cycle_holds_its_value() {
+        // a daily wave with noise, then a job pins the GPU at 100% for 30 hours: the
+        // wave won every validation block before, but nothing moves the series now
+        let mut y = hourly(
+            |t| 50.0 + 30.0 * (2.0 * std::f64::consts::PI * t as f64 / 24.0).sin(),
+            24 * 21,
+            3.0,
+            11,
+        );
+        y.extend([100.0; 30]);
+        let f = forecast(
+            &Series::from_values(&y, 3600.0),
+            &ForecastConfig {
+                horizon_steps: 48,
+                ..ForecastConfig::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(f.model, "naive");
+        assert!(f.point.iter().all(|v| *v == 100.0), "{:?}", f.point);
+    }
+
+    #[test]
+    fn a_ramp_is_not_extrapolated_across_the_reset_before_it() {
+        // memory growing at 0.1 a step, freed three times; the current ramp, 80 steps
+        // old, grows at 0.02: the forecast follows it, not the drop nor the old rate
+        let ramp = |t: usize| match t {
+            0..=299 => 1.0 + 0.1 * t as f64,
+            300..=599 => 1.0 + 0.1 * (t - 300) as f64,
+            600..=899 => 1.0 + 0.1 * (t - 600) as f64,
+            _ => 1.0 + 0.02 * (t - 900) as f64,
+        };
+        let n = 980;
+        let y: Vec<f64> = (0..n)
+            .map(|t| ramp(t) + 0.001 * ((t * 7919) % 11) as f64)
+            .collect();
+        let f = forecast(
+            &Series::from_values(&y, 60.0),
+            &ForecastConfig {
+                horizon_steps: 60,
+                period: PeriodChoice::None,
+                ..ForecastConfig::default()
+            },
+        )
+        .unwrap();
+        for (j, v) in f.point.iter().enumerate() {
+            let truth = ramp(n + j);
+            assert!(
+                (v - truth).abs() < 0.3,
+                "{}: step {j}: {v} against {truth}",
+                f.model
+            );
         }
     }
 
