@@ -1,16 +1,28 @@
 //! Breaks: one-step changes far larger than the series' usual steps (memory freed, a
-//! job starting or ending, a regime switch). A trend estimated across a break mixes
+//! job starting or ending, a regime switch), and the end of a stretch held at one
+//! value (a job resuming). A trend estimated across a break mixes
 //! the ramp before it with the drop itself, and extrapolates that mixture; the trend
 //! models are run on the data since the last break only ([`since_last_break`]).
+
+use super::pinned::MIN_RUN;
 
 /// A one-step change of more than this many large steps is a break. A large step is the
 /// 99th percentile of the absolute first differences, as for spikes, so changes that
 /// recur often (bursts) set the scale and do not count.
-pub const BREAK_STEPS: f64 = 10.0;
+pub const BREAK_STEPS: f64 = 4.0;
 
-/// Fewest points since the last break from which a trend is estimated; with fewer the
-/// trend models hold the last value.
+/// Fewest points since the last break from which a trend is estimated.
 pub const MIN_SEGMENT: usize = 10;
+
+/// The data a trend for `h` steps ahead is estimated from: the part of `y` since its
+/// last break, if that holds [`MIN_SEGMENT`] points and half the horizon. A slope from
+/// fewer points, extrapolated that far, is mostly its noise (a line through 20 noisy
+/// points, run 288 steps on); `None` then, and the trend models fall back to their
+/// models without a trend.
+pub fn trend_data(y: &[f64], h: usize) -> Option<&[f64]> {
+    let segment = since_last_break(y);
+    (segment.len() >= MIN_SEGMENT.max(h / 2)).then_some(segment)
+}
 
 /// The part of `y` after its last break (all of `y` without one).
 pub fn since_last_break(y: &[f64]) -> &[f64] {
@@ -22,10 +34,34 @@ pub fn since_last_break(y: &[f64]) -> &[f64] {
     let at = ((sizes.len() - 1) as f64 * 0.99).floor() as usize;
     let large = *sizes.select_nth_unstable_by(at, f64::total_cmp).1;
     let limit = BREAK_STEPS * large;
-    match d.iter().rposition(|v| *v > limit) {
-        Some(i) => &y[i + 1..],
-        None => y,
+    let jump = d.iter().rposition(|v| *v > limit).map_or(0, |i| i + 1);
+    let resumed = end_of_last_pinned_run(y).unwrap_or(0);
+    &y[jump.max(resumed)..]
+}
+
+/// Share of the data a run of equal values must last to be a regime of its own rather
+/// than the flat top of every cycle (a GPU at exactly 100% through each step burst).
+pub const HELD_SHARE: usize = 20;
+
+/// Where the last run of equal values, at least [`MIN_RUN`] long and a
+/// 1/[`HELD_SHARE`] of `y`, ended before the end of `y` (the first index after it): a
+/// stopped job resumed, a new regime, however small the step (a training job's dips
+/// are as deep as its return from idle).
+fn end_of_last_pinned_run(y: &[f64]) -> Option<usize> {
+    let long = MIN_RUN.max(y.len() / HELD_SHARE);
+    let mut run = 1;
+    let mut end = None;
+    for t in 1..y.len() {
+        if y[t] == y[t - 1] {
+            run += 1;
+        } else {
+            if run >= long {
+                end = Some(t);
+            }
+            run = 1;
+        }
     }
+    end
 }
 
 #[cfg(test)]
@@ -48,6 +84,21 @@ mod tests {
             })
             .collect();
         assert_eq!(since_last_break(&y).len(), 30);
+        assert_eq!(trend_data(&y, 60).map(<[f64]>::len), Some(30));
+        assert_eq!(
+            trend_data(&y, 62),
+            None,
+            "30 points do not carry a 62-step trend"
+        );
+        // a training job's iterations, idle for 100 steps, resumed 70 steps ago
+        let mut resumed: Vec<f64> = (0..400)
+            .map(|i| if i % 20 < 3 { 20.0 } else { 90.0 })
+            .collect();
+        resumed.extend([0.0; 100]);
+        resumed.extend((0..70).map(|i| if i % 20 < 3 { 20.0 } else { 90.0 }));
+        assert_eq!(since_last_break(&resumed).len(), 70);
+        // the flat tops of the cycles (17 steps at exactly 90) are no regime
+        assert_eq!(since_last_break(&resumed[..400]).len(), 400);
         let noisy: Vec<f64> = (0..300).map(|i| ((i * 7919) % 13) as f64).collect();
         assert_eq!(since_last_break(&noisy).len(), 300);
     }

@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::breaks::{since_last_break, MIN_SEGMENT};
+use super::breaks::{since_last_break, trend_data};
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
@@ -87,8 +87,8 @@ impl Candidate for SeasonalNaive {
     }
 }
 
-/// The median of the last `k` values, held: the level a bursty or pinned series
-/// returns to, robust to the last burst.
+/// The median of the last `k` values since the last break, held: the level a bursty
+/// or pinned series returns to, robust to the last burst, and the current regime's.
 pub struct RecentMedian(pub usize);
 
 impl Candidate for RecentMedian {
@@ -96,6 +96,7 @@ impl Candidate for RecentMedian {
         format!("median({})", self.0)
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let y = since_last_break(y);
         let k = self.0.clamp(1, y.len());
         let last = &y[y.len() - k..];
         let level = median(last.to_vec());
@@ -155,10 +156,9 @@ impl Candidate for Line {
         "linear".into()
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
-        let y = since_last_break(y);
-        if y.len() < MIN_SEGMENT {
+        let Some(y) = trend_data(y, h) else {
             return Naive.forecast(y, h);
-        }
+        };
         let (point, var) = LinearFit::fit(y).forecast(h);
         Path { point, var }
     }
@@ -178,11 +178,15 @@ impl Candidate for Ets {
         let spec = self.0.spec;
         let bins = spec.season.map_or(0, |s| s.bins());
         let mut y = recent(y, 3 * bins);
-        if spec.season.is_none() && spec.trend != Trend::None {
-            // A trend is the current ramp's, not one spanning a reset.
-            y = since_last_break(y);
-            if y.len() < MIN_SEGMENT {
-                return Naive.forecast(y, h);
+        if spec.trend != Trend::None {
+            // A trend is the current ramp's, not one spanning a reset, nor one that a
+            // break has just kicked.
+            match (trend_data(y, h), spec.season) {
+                (Some(segment), None) => y = segment,
+                (Some(segment), Some(_)) if segment.len() >= 3 * bins => y = segment,
+                (Some(_), Some(_)) => {}
+                (None, None) => return Naive.forecast(y, h),
+                (None, Some(season)) => return SeasonalNaive(season).forecast(y, h),
             }
         }
         let (point, var) = self.0.rerun(y).forecast(h);
