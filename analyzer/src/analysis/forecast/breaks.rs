@@ -35,33 +35,32 @@ pub fn since_last_break(y: &[f64]) -> &[f64] {
     let large = *sizes.select_nth_unstable_by(at, f64::total_cmp).1;
     let limit = BREAK_STEPS * large;
     let jump = d.iter().rposition(|v| *v > limit).map_or(0, |i| i + 1);
-    let resumed = end_of_last_pinned_run(y).unwrap_or(0);
-    &y[jump.max(resumed)..]
+    let held = last_held_boundary(y).unwrap_or(0);
+    &y[jump.max(held)..]
 }
 
 /// Share of the data a run of equal values must last to be a regime of its own rather
 /// than the flat top of every cycle (a GPU at exactly 100% through each step burst).
 pub const HELD_SHARE: usize = 20;
 
-/// Where the last run of equal values, at least [`MIN_RUN`] long and a
-/// 1/[`HELD_SHARE`] of `y`, ended before the end of `y` (the first index after it): a
-/// stopped job resumed, a new regime, however small the step (a training job's dips
-/// are as deep as its return from idle).
-fn end_of_last_pinned_run(y: &[f64]) -> Option<usize> {
+/// The last boundary of a run of equal values at least [`MIN_RUN`] long and a
+/// 1/[`HELD_SHARE`] of `y` (the first index after it ended, or where it started if it
+/// lasts to the end): a job stopped or resumed, a new regime, however small the step (a
+/// training job's dips are as deep as its fall to idle).
+fn last_held_boundary(y: &[f64]) -> Option<usize> {
     let long = MIN_RUN.max(y.len() / HELD_SHARE);
-    let mut run = 1;
-    let mut end = None;
-    for t in 1..y.len() {
-        if y[t] == y[t - 1] {
-            run += 1;
-        } else {
-            if run >= long {
-                end = Some(t);
-            }
-            run = 1;
+    let mut start = 0;
+    let mut boundary = None;
+    for t in 1..=y.len() {
+        if t < y.len() && y[t] == y[t - 1] {
+            continue;
         }
+        if t - start >= long {
+            boundary = Some(if t == y.len() { start } else { t });
+        }
+        start = t;
     }
-    end
+    boundary
 }
 
 #[cfg(test)]
@@ -97,6 +96,8 @@ mod tests {
         resumed.extend([0.0; 100]);
         resumed.extend((0..70).map(|i| if i % 20 < 3 { 20.0 } else { 90.0 }));
         assert_eq!(since_last_break(&resumed).len(), 70);
+        // idle for the last 100 steps: the idle stretch is the current regime
+        assert_eq!(since_last_break(&resumed[..500]).len(), 100);
         // the flat tops of the cycles (17 steps at exactly 90) are no regime
         assert_eq!(since_last_break(&resumed[..400]).len(), 400);
         let noisy: Vec<f64> = (0..300).map(|i| ((i * 7919) % 13) as f64).collect();

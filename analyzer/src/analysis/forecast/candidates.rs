@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::breaks::{since_last_break, trend_data};
+use super::breaks::{since_last_break, trend_data, MIN_SEGMENT};
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
@@ -177,18 +177,23 @@ impl Candidate for Ets {
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let spec = self.0.spec;
         let bins = spec.season.map_or(0, |s| s.bins());
-        let mut y = recent(y, 3 * bins);
-        if spec.trend != Trend::None {
-            // A trend is the current ramp's, not one spanning a reset, nor one that a
-            // break has just kicked.
-            match (trend_data(y, h), spec.season) {
-                (Some(segment), None) => y = segment,
-                (Some(segment), Some(_)) if segment.len() >= 3 * bins => y = segment,
-                (Some(_), Some(_)) => {}
-                (None, None) => return Naive.forecast(y, h),
-                (None, Some(season)) => return SeasonalNaive(season).forecast(y, h),
-            }
+        let y = recent(y, 3 * bins);
+        // A trend is the current ramp's, not one spanning a reset, nor one that a break
+        // has just kicked; without enough data since the break, no trend.
+        if spec.trend != Trend::None && trend_data(y, h).is_none() {
+            return match spec.season {
+                None => Naive.forecast(y, h),
+                Some(season) => SeasonalNaive(season).forecast(y, h),
+            };
         }
+        // The states run over the current regime where it holds three seasons: a level
+        // smoothed slowly would otherwise still remember an idle stretch.
+        let segment = since_last_break(y);
+        let y = if segment.len() >= MIN_SEGMENT.max(3 * bins) {
+            segment
+        } else {
+            y
+        };
         let (point, var) = self.0.rerun(y).forecast(h);
         Path { point, var }
     }
@@ -203,16 +208,27 @@ pub struct DecompositionCache(Mutex<Vec<(usize, Arc<Split>)>>);
 type Split = (Seasonals, Vec<f64>);
 
 impl DecompositionCache {
-    /// The seasonals of `y` and `y` adjusted by them.
+    /// The seasonals of `y` (of its part since the last break, where that holds three of
+    /// the longest cycles) and that part adjusted by them.
     fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
         let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, d)) = cache.iter().find(|(n, _)| *n == y.len()) {
+        let key = y.len();
+        if let Some((_, d)) = cache.iter().find(|(n, _)| *n == key) {
             return d.clone();
         }
+        // The current regime alone, where it holds three of the longest cycles: a
+        // profile averaged over an idle stretch or across a level shift is neither.
+        let longest = seasons.iter().map(|s| s.bins()).max().unwrap_or(0);
+        let segment = since_last_break(y);
+        let y = if segment.len() >= 3 * longest {
+            segment
+        } else {
+            y
+        };
         let seasonals = Seasonals::of(y, seasons);
         let adjusted = seasonals.adjust(y);
         let d = Arc::new((seasonals, adjusted));
-        cache.push((y.len(), d.clone()));
+        cache.push((key, d.clone()));
         d
     }
 }
