@@ -225,6 +225,7 @@ fn score(
         ..Acc::default()
     };
     let mut rows = Vec::new();
+    let peer_mstl = augurs_mstl_ets(&k.filled, &k.seasons, h);
     let series = Series::from_points(k.history.clone());
     let mut chosen = String::new();
     for (name, method) in [
@@ -255,7 +256,7 @@ fn score(
                     .first()
                     .map_or(naive.clone(), |s| snaive(&k.filled, *s, h));
                 eprintln!(
-                    "{} #{i}: {} period {:?} true {:?} mae {:.3} naive {:.3} snaive {:.3} smape {:.1} naive {:.1} snaive {:.1}",
+                    "{} #{i}: {} period {:?} true {:?} mae {:.3} naive {:.3} snaive {:.3} augurs {:.3} smape {:.1} naive {:.1} snaive {:.1}",
                     k.class,
                     f.model,
                     f.period_seconds.map(|p| p / k.step),
@@ -263,6 +264,7 @@ fn score(
                     mae(&k.future, &f.point),
                     mae(&k.future, &naive),
                     mae(&k.future, &sn),
+                    peer_mstl.as_ref().map_or(f64::NAN, |p| mae(&k.future, p)),
                     smape(&k.future, &f.point),
                     smape(&k.future, &naive),
                     smape(&k.future, &sn),
@@ -283,7 +285,7 @@ fn score(
             rows.push((format!("snaive({what})"), one(&snaive(&k.filled, *s, h))));
         }
     }
-    if let Some(f) = augurs_mstl_ets(&k.filled, &k.seasons, h) {
+    if let Some(f) = peer_mstl {
         rows.push(("augurs mstl+ets".into(), one(&f)));
     }
     if let Some(peer) = peer {

@@ -311,6 +311,40 @@ mod tests {
     }
 
     #[test]
+    fn a_job_resumed_after_an_idle_stretch_forecasts_its_iterations() {
+        // 15 s training: a 21-step iteration with a 3-step dip, idle (exactly 0) for
+        // 400 steps, resumed 230 steps ago; the forecast is the iterations again
+        let busy = |t: usize| if t % 21 < 3 { 20.0 } else { 90.0 };
+        let mut e = Noise(5);
+        let n = 3000;
+        let y: Vec<f64> = (0..n)
+            .map(|t| {
+                if (2370..2770).contains(&t) {
+                    0.0
+                } else {
+                    busy(t) + e.uniform() * 3.0 - 1.5
+                }
+            })
+            .collect();
+        let f = forecast(
+            &Series::from_values(&y, 15.0),
+            &ForecastConfig {
+                horizon_steps: 240,
+                ..ForecastConfig::default()
+            },
+        )
+        .unwrap();
+        let mae = f
+            .point
+            .iter()
+            .enumerate()
+            .map(|(j, v)| (v - busy(n + j)).abs())
+            .sum::<f64>()
+            / 240.0;
+        assert!(mae < 3.0, "{}: mae {mae}", f.model);
+    }
+
+    #[test]
     fn intervals_cover_what_they_claim_on_a_known_process() {
         // a daily wave with independent normal noise: the best forecast is the wave,
         // its errors N(0, 1); count how often the future falls inside each band
