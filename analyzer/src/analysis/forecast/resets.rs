@@ -15,7 +15,7 @@ pub fn is_sawtooth(y: &[f64]) -> bool {
     let max = y.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let min = y.iter().copied().fold(f64::INFINITY, f64::min);
     let big = RESET_SHARE * (max - min);
-    if !(big > 0.0) {
+    if big.is_nan() || big <= 0.0 {
         return false;
     }
     let mut resets = 0;
