@@ -51,7 +51,7 @@ pub fn dump(path: &str, base: u64, per_class: usize) {
 }
 
 /// Reads peer forecasts: lines `class_index id method v…`.
-fn read_peer(path: &str) -> BTreeMap<(usize, usize, String), Vec<f64>> {
+fn read_peer(path: &str) -> PeerForecasts {
     let text = std::fs::read_to_string(path).expect("peer forecasts");
     text.lines()
         .filter_map(|l| {
@@ -204,11 +204,14 @@ pub fn run(base: u64, per_class: usize, peer: Option<&str>, threads: usize) {
 
 type Rows = Vec<(String, Acc)>;
 
+/// Peer forecasts by (class, series, method).
+type PeerForecasts = BTreeMap<(usize, usize, String), Vec<f64>>;
+
 fn score(
     k: &Case,
     c: usize,
     i: usize,
-    peer: Option<&BTreeMap<(usize, usize, String), Vec<f64>>>,
+    peer: Option<&PeerForecasts>,
 ) -> (Rows, String) {
     let h = k.future.len();
     let m = k.seasons.first().copied().unwrap_or(0);
