@@ -4,6 +4,8 @@
 //! the ramp before it with the drop itself, and extrapolates that mixture; the trend
 //! models are run on the data since the last break only ([`since_last_break`]).
 
+use std::sync::Mutex;
+
 use super::pinned::MIN_RUN;
 
 /// A one-step change of more than this many large steps is a break. A large step is the
@@ -21,27 +23,69 @@ pub const MIN_SEGMENT: usize = 10;
 /// models without a trend.
 pub fn trend_data(y: &[f64], h: usize) -> Option<&[f64]> {
     let segment = since_last_break(y);
-    (segment.len() >= MIN_SEGMENT.max(h / 2)).then_some(segment)
+    carries_trend(segment, h).then_some(segment)
+}
+
+/// Where the current regimes of prefixes start, found once per prefix length and
+/// shared by the candidates (each forecasts from the same origins).
+#[derive(Debug, Default)]
+pub struct Regimes(Mutex<Vec<(usize, usize)>>);
+
+impl Regimes {
+    /// The part of `y` (a prefix of the series) after its last break.
+    pub fn current<'a>(&self, y: &'a [f64]) -> &'a [f64] {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let start = match known.iter().find(|(n, _)| *n == y.len()) {
+            Some(&(_, start)) => start,
+            None => {
+                let start = regime_start(y);
+                known.push((y.len(), start));
+                start
+            }
+        };
+        &y[start..]
+    }
+}
+
+/// The shorter of two suffixes of the same series.
+pub fn shorter<'a>(a: &'a [f64], b: &'a [f64]) -> &'a [f64] {
+    if a.len() <= b.len() {
+        a
+    } else {
+        b
+    }
+}
+
+/// Whether `segment` (data since a break) carries a trend for `h` steps: it holds
+/// [`MIN_SEGMENT`] points and half the horizon (see [`trend_data`]).
+pub fn carries_trend(segment: &[f64], h: usize) -> bool {
+    segment.len() >= MIN_SEGMENT.max(h / 2)
 }
 
 /// The part of `y` after its last break (all of `y` without one).
 pub fn since_last_break(y: &[f64]) -> &[f64] {
+    &y[regime_start(y)..]
+}
+
+/// Where the part of `y` after its last break starts.
+fn regime_start(y: &[f64]) -> usize {
     if y.len() < 3 {
-        return y;
+        return 0;
     }
-    let d: Vec<f64> = y.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
-    let mut sizes = d.clone();
+    let mut sizes: Vec<f64> = y.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
     let at = ((sizes.len() - 1) as f64 * 0.99).floor() as usize;
     let large = *sizes.select_nth_unstable_by(at, f64::total_cmp).1;
     let limit = BREAK_STEPS * large;
-    let jump = d.iter().rposition(|v| *v > limit).map_or(0, |i| i + 1);
-    let held = last_held_boundary(y).unwrap_or(0);
-    &y[jump.max(held)..]
+    let jump = (1..y.len())
+        .rev()
+        .find(|&t| (y[t] - y[t - 1]).abs() > limit)
+        .unwrap_or(0);
+    jump.max(last_held_boundary(y).unwrap_or(0))
 }
 
 /// Share of the data a run of equal values must last to be a regime of its own rather
 /// than the flat top of every cycle (a GPU at exactly 100% through each step burst).
-pub const HELD_SHARE: usize = 20;
+pub const HELD_SHARE: usize = 50;
 
 /// The last boundary of a run of equal values at least [`MIN_RUN`] long and a
 /// 1/[`HELD_SHARE`] of `y` (the first index after it ended, or where it started if it
@@ -91,14 +135,14 @@ mod tests {
         );
         // a training job's iterations, idle for 100 steps, resumed 70 steps ago
         let mut resumed: Vec<f64> = (0..400)
-            .map(|i| if i % 20 < 3 { 20.0 } else { 90.0 })
+            .map(|i| if i % 20 < 10 { 20.0 } else { 90.0 })
             .collect();
         resumed.extend([0.0; 100]);
-        resumed.extend((0..70).map(|i| if i % 20 < 3 { 20.0 } else { 90.0 }));
+        resumed.extend((0..70).map(|i| if i % 20 < 10 { 20.0 } else { 90.0 }));
         assert_eq!(since_last_break(&resumed).len(), 70);
         // idle for the last 100 steps: the idle stretch is the current regime
         assert_eq!(since_last_break(&resumed[..500]).len(), 100);
-        // the flat tops of the cycles (17 steps at exactly 90) are no regime
+        // the flat tops of the cycles (10 steps at exactly 90) are no regime
         assert_eq!(since_last_break(&resumed[..400]).len(), 400);
         let noisy: Vec<f64> = (0..300).map(|i| ((i * 7919) % 13) as f64).collect();
         assert_eq!(since_last_break(&noisy).len(), 300);

@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::breaks::{since_last_break, trend_data, MIN_SEGMENT};
+use super::breaks::{carries_trend, shorter, since_last_break, Regimes, MIN_SEGMENT};
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
@@ -89,14 +89,14 @@ impl Candidate for SeasonalNaive {
 
 /// The median of the last `k` values since the last break, held: the level a bursty
 /// or pinned series returns to, robust to the last burst, and the current regime's.
-pub struct RecentMedian(pub usize);
+pub struct RecentMedian(pub usize, pub Arc<Regimes>);
 
 impl Candidate for RecentMedian {
     fn name(&self) -> String {
         format!("median({})", self.0)
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
-        let y = since_last_break(y);
+        let y = self.1.current(y);
         let k = self.0.clamp(1, y.len());
         let last = &y[y.len() - k..];
         let level = median(last.to_vec());
@@ -149,23 +149,25 @@ impl Candidate for SeasonalMedian {
 }
 
 /// The least-squares line over the window since its last break.
-pub struct Line;
+pub struct Line(pub Arc<Regimes>);
 
 impl Candidate for Line {
     fn name(&self) -> String {
         "linear".into()
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
-        let Some(y) = trend_data(y, h) else {
+        let segment = self.0.current(y);
+        if !carries_trend(segment, h) {
             return Naive.forecast(y, h);
-        };
+        }
+        let y = segment;
         let (point, var) = LinearFit::fit(y).forecast(h);
         Path { point, var }
     }
 }
 
 /// Exponential smoothing with one season (or none); parameters from the training data.
-pub struct Ets(pub EtsFit);
+pub struct Ets(pub EtsFit, pub Arc<Regimes>);
 
 impl Candidate for Ets {
     fn name(&self) -> String {
@@ -177,10 +179,12 @@ impl Candidate for Ets {
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let spec = self.0.spec;
         let bins = spec.season.map_or(0, |s| s.bins());
+        let segment = self.1.current(y);
         let y = recent(y, 3 * bins);
+        let segment = shorter(segment, y);
         // A trend is the current ramp's, not one spanning a reset, nor one that a break
         // has just kicked; without enough data since the break, no trend.
-        if spec.trend != Trend::None && trend_data(y, h).is_none() {
+        if spec.trend != Trend::None && !carries_trend(segment, h) {
             return match spec.season {
                 None => Naive.forecast(y, h),
                 Some(season) => SeasonalNaive(season).forecast(y, h),
@@ -188,7 +192,6 @@ impl Candidate for Ets {
         }
         // The states run over the current regime where it holds three seasons: a level
         // smoothed slowly would otherwise still remember an idle stretch.
-        let segment = since_last_break(y);
         let y = if segment.len() >= MIN_SEGMENT.max(3 * bins) {
             segment
         } else {
@@ -298,11 +301,12 @@ pub fn build(
     for s in seasons {
         out.push(Box::new(SeasonalMedian(*s)));
     }
-    out.push(Box::new(RecentMedian(recent)));
+    let regimes = Arc::new(Regimes::default());
+    out.push(Box::new(RecentMedian(recent, regimes.clone())));
     if train.len() < 10 {
         return out;
     }
-    out.push(Box::new(Line));
+    out.push(Box::new(Line(regimes.clone())));
     // The additive trend starts from the level-only optimum and the damped trend from
     // the additive one: each nests the one before, so a short search from there does
     // what a full one from cold starts would, at less than half the evaluations.
@@ -317,7 +321,7 @@ pub fn build(
             Some(near) => ets::fit_near(train, spec, WARM_EVALS, near),
         };
         previous = Some(fit.clone());
-        out.push(Box::new(Ets(fit)));
+        out.push(Box::new(Ets(fit, regimes.clone())));
     }
     if !seasons.is_empty() {
         let cache = Arc::new(DecompositionCache::default());
