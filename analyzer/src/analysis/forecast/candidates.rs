@@ -14,9 +14,9 @@ use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
 
 /// Evaluations the optimiser may spend per ETS model.
-const MAX_EVALS: usize = 40;
+const MAX_EVALS: usize = 30;
 /// Evaluations for a model started from the optimum of the one it extends.
-const WARM_EVALS: usize = 15;
+const WARM_EVALS: usize = 12;
 
 /// A forecast path: point forecasts and prediction variances, step 1 first.
 #[derive(Debug, Clone, PartialEq, Default)]
