@@ -207,12 +207,7 @@ type Rows = Vec<(String, Acc)>;
 /// Peer forecasts by (class, series, method).
 type PeerForecasts = BTreeMap<(usize, usize, String), Vec<f64>>;
 
-fn score(
-    k: &Case,
-    c: usize,
-    i: usize,
-    peer: Option<&PeerForecasts>,
-) -> (Rows, String) {
+fn score(k: &Case, c: usize, i: usize, peer: Option<&PeerForecasts>) -> (Rows, String) {
     let h = k.future.len();
     let m = k.seasons.first().copied().unwrap_or(0);
     let sc = scale(&k.filled, m);
