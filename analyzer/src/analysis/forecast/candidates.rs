@@ -15,8 +15,11 @@ use super::linear::{least_squares_line, LinearFit};
 
 /// Evaluations the optimiser may spend per ETS model.
 const MAX_EVALS: usize = 30;
+/// Evaluations for simple smoothing of the seasonally adjusted series: one parameter,
+/// which the simplex settles in far fewer steps than the seasonal models' two or more.
+const LEVEL_EVALS: usize = 20;
 /// Evaluations for a model started from the optimum of the one it extends.
-const WARM_EVALS: usize = 12;
+const WARM_EVALS: usize = 15;
 
 /// A forecast path: point forecasts and prediction variances, step 1 first.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -332,7 +335,7 @@ pub fn build(
             trend: Trend::None,
             season: None,
         };
-        let fit = ets::fit(&adjusted, spec, MAX_EVALS);
+        let fit = ets::fit(&adjusted, spec, LEVEL_EVALS);
         for theta in [false, true] {
             out.push(Box::new(Decomposed {
                 seasons: seasons.to_vec(),
