@@ -1,6 +1,7 @@
 //! Forecast accuracy on the evaluation set ([`crate::evalset`]): poolprof (validated
 //! model choice) against its previous method (ETS by AICc), naive, seasonal-naive for
-//! each true season, and the statsmodels peer (`peer_forecast.py`, read from a file).
+//! each true season, augurs MSTL + AutoETS given the true seasons (`augurs-mstl`), and
+//! the statsmodels peer (`peer_forecast.py`, read from a file).
 //!
 //! sMAPE in percent (0 where forecast and truth are both 0); MASE scaled by the
 //! history's mean absolute seasonal difference at the class's dominant season (lag 1
@@ -10,6 +11,9 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 
+use augurs_core::{Fit, Predict};
+use augurs_ets::AutoETS;
+use augurs_mstl::MSTLModel;
 use poolprof_analyzer::analysis::forecast::{forecast, ForecastConfig, Method};
 use poolprof_analyzer::series::Series;
 
@@ -47,7 +51,7 @@ pub fn dump(path: &str, base: u64, per_class: usize) {
 }
 
 /// Reads peer forecasts: lines `class_index id method v…`.
-fn read_peer(path: &str) -> BTreeMap<(usize, usize, String), Vec<f64>> {
+fn read_peer(path: &str) -> PeerForecasts {
     let text = std::fs::read_to_string(path).expect("peer forecasts");
     text.lines()
         .filter_map(|l| {
@@ -200,12 +204,10 @@ pub fn run(base: u64, per_class: usize, peer: Option<&str>, threads: usize) {
 
 type Rows = Vec<(String, Acc)>;
 
-fn score(
-    k: &Case,
-    c: usize,
-    i: usize,
-    peer: Option<&BTreeMap<(usize, usize, String), Vec<f64>>>,
-) -> (Rows, String) {
+/// Peer forecasts by (class, series, method).
+type PeerForecasts = BTreeMap<(usize, usize, String), Vec<f64>>;
+
+fn score(k: &Case, c: usize, i: usize, peer: Option<&PeerForecasts>) -> (Rows, String) {
     let h = k.future.len();
     let m = k.seasons.first().copied().unwrap_or(0);
     let sc = scale(&k.filled, m);
@@ -221,6 +223,7 @@ fn score(
         ..Acc::default()
     };
     let mut rows = Vec::new();
+    let peer_mstl = augurs_mstl_ets(&k.filled, &k.seasons, h);
     let series = Series::from_points(k.history.clone());
     let mut chosen = String::new();
     for (name, method) in [
@@ -245,13 +248,24 @@ fn score(
             chosen = generic(&f.model);
             if std::env::var_os("EVAL_VERBOSE").is_some() {
                 let last = *k.filled.last().unwrap();
+                let naive = vec![last; h];
+                let sn = k
+                    .seasons
+                    .first()
+                    .map_or(naive.clone(), |s| snaive(&k.filled, *s, h));
                 eprintln!(
-                    "{} #{i}: {} period {:?} mae {:.3} naive {:.3}",
+                    "{} #{i}: {} period {:?} true {:?} mae {:.3} naive {:.3} snaive {:.3} augurs {:.3} smape {:.1} naive {:.1} snaive {:.1}",
                     k.class,
                     f.model,
                     f.period_seconds.map(|p| p / k.step),
+                    k.seasons,
                     mae(&k.future, &f.point),
-                    mae(&k.future, &vec![last; h])
+                    mae(&k.future, &naive),
+                    mae(&k.future, &sn),
+                    peer_mstl.as_ref().map_or(f64::NAN, |p| mae(&k.future, p)),
+                    smape(&k.future, &f.point),
+                    smape(&k.future, &naive),
+                    smape(&k.future, &sn),
                 );
             }
         }
@@ -269,6 +283,9 @@ fn score(
             rows.push((format!("snaive({what})"), one(&snaive(&k.filled, *s, h))));
         }
     }
+    if let Some(f) = peer_mstl {
+        rows.push(("augurs mstl+ets".into(), one(&f)));
+    }
     if let Some(peer) = peer {
         for (key, f) in peer.range((c, i, String::new())..(c, i + 1, String::new())) {
             if f.len() == h && f.iter().all(|v| v.is_finite()) {
@@ -277,6 +294,33 @@ fn score(
         }
     }
     (rows, chosen)
+}
+
+/// augurs' MSTL decomposition by the true seasons (whole steps) with AutoETS on the
+/// adjusted series; plain AutoETS for a class without seasons. `None` if it fails.
+fn augurs_mstl_ets(history: &[f64], seasons: &[usize], h: usize) -> Option<Vec<f64>> {
+    let fitted: Vec<usize> = seasons
+        .iter()
+        .copied()
+        .filter(|s| history.len() >= 2 * s)
+        .collect();
+    let point = if fitted.is_empty() {
+        AutoETS::non_seasonal()
+            .fit(history)
+            .ok()?
+            .predict(h, None)
+            .ok()?
+            .point
+    } else {
+        let trend = AutoETS::non_seasonal().into_trend_model();
+        MSTLModel::new(fitted, trend)
+            .fit(history)
+            .ok()?
+            .predict(h, None)
+            .ok()?
+            .point
+    };
+    (point.len() == h && point.iter().all(|v| v.is_finite())).then_some(point)
 }
 
 /// A model name without its periods, so that counts group by kind.

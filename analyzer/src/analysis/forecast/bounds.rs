@@ -1,6 +1,8 @@
 //! Limits a series shows it has: a forecast of GPU utilisation past 100%, or of a
 //! non-negative quantity below zero, is wrong before it is scored.
 
+use super::resets::is_sawtooth;
+
 /// A side is a limit when at least this share of the window sits on it (a GPU pinned
 /// at 100% or idle at 0 for hours).
 pub const SATURATED_SHARE: f64 = 0.05;
@@ -18,14 +20,15 @@ pub struct Bounds {
 }
 
 impl Bounds {
-    /// Limits of `y`: its maximum (minimum) when saturated there; zero below when it
-    /// never goes negative; otherwise none.
+    /// Limits of `y`: its maximum (minimum) when saturated there, its maximum too when
+    /// it is a sawtooth (a ramp is not extrapolated past the peaks it was reset at);
+    /// zero below when it never goes negative; otherwise none.
     pub fn of(y: &[f64]) -> Bounds {
         let n = y.len().max(1) as f64;
         let max = y.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         let min = y.iter().copied().fold(f64::INFINITY, f64::min);
         let share = |at: f64| y.iter().filter(|v| (*v - at).abs() <= ON_LIMIT).count() as f64 / n;
-        let upper = if share(max) >= SATURATED_SHARE {
+        let upper = if share(max) >= SATURATED_SHARE || is_sawtooth(y) {
             max
         } else {
             f64::INFINITY
@@ -59,6 +62,8 @@ mod tests {
         let ramp: Vec<f64> = (0..100).map(|i| i as f64 / 100.0).collect();
         let b = Bounds::of(&ramp);
         assert_eq!((b.lower, b.upper), (0.0, f64::INFINITY));
+        let saw: Vec<f64> = (0..300).map(|i| (i % 70) as f64 / 100.0).collect();
+        assert_eq!(Bounds::of(&saw).upper, 0.69, "a sawtooth stops at its peak");
         let signed: Vec<f64> = (0..100).map(|i| i as f64 / 100.0 - 0.5).collect();
         assert_eq!(Bounds::of(&signed).lower, f64::NEG_INFINITY);
     }

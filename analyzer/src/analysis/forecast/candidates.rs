@@ -8,12 +8,18 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::breaks::{carries_trend, shorter, since_last_break, Regimes, MIN_SEGMENT};
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
 
 /// Evaluations the optimiser may spend per ETS model.
-const MAX_EVALS: usize = 40;
+const MAX_EVALS: usize = 30;
+/// Evaluations for simple smoothing of the seasonally adjusted series: one parameter,
+/// which the simplex settles in far fewer steps than the seasonal models' two or more.
+const LEVEL_EVALS: usize = 20;
+/// Evaluations for a model started from the optimum of the one it extends.
+const WARM_EVALS: usize = 15;
 
 /// A forecast path: point forecasts and prediction variances, step 1 first.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -84,15 +90,16 @@ impl Candidate for SeasonalNaive {
     }
 }
 
-/// The median of the last `k` values, held: the level a bursty or pinned series
-/// returns to, robust to the last burst.
-pub struct RecentMedian(pub usize);
+/// The median of the last `k` values since the last break, held: the level a bursty
+/// or pinned series returns to, robust to the last burst, and the current regime's.
+pub struct RecentMedian(pub usize, pub Arc<Regimes>);
 
 impl Candidate for RecentMedian {
     fn name(&self) -> String {
         format!("median({})", self.0)
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let y = self.1.current(y);
         let k = self.0.clamp(1, y.len());
         let last = &y[y.len() - k..];
         let level = median(last.to_vec());
@@ -144,21 +151,26 @@ impl Candidate for SeasonalMedian {
     }
 }
 
-/// The least-squares line over the window.
-pub struct Line;
+/// The least-squares line over the window since its last break.
+pub struct Line(pub Arc<Regimes>);
 
 impl Candidate for Line {
     fn name(&self) -> String {
         "linear".into()
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let segment = self.0.current(y);
+        if !carries_trend(segment, h) {
+            return Naive.forecast(y, h);
+        }
+        let y = segment;
         let (point, var) = LinearFit::fit(y).forecast(h);
         Path { point, var }
     }
 }
 
 /// Exponential smoothing with one season (or none); parameters from the training data.
-pub struct Ets(pub EtsFit);
+pub struct Ets(pub EtsFit, pub Arc<Regimes>);
 
 impl Candidate for Ets {
     fn name(&self) -> String {
@@ -168,8 +180,27 @@ impl Candidate for Ets {
         self.0.spec.season.map(|s| s.period())
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
-        let bins = self.0.spec.season.map_or(0, |s| s.bins());
-        let (point, var) = self.0.rerun(recent(y, 3 * bins)).forecast(h);
+        let spec = self.0.spec;
+        let bins = spec.season.map_or(0, |s| s.bins());
+        let segment = self.1.current(y);
+        let y = recent(y, 3 * bins);
+        let segment = shorter(segment, y);
+        // A trend is the current ramp's, not one spanning a reset, nor one that a break
+        // has just kicked; without enough data since the break, no trend.
+        if spec.trend != Trend::None && !carries_trend(segment, h) {
+            return match spec.season {
+                None => Naive.forecast(y, h),
+                Some(season) => SeasonalNaive(season).forecast(y, h),
+            };
+        }
+        // The states run over the current regime where it holds three seasons: a level
+        // smoothed slowly would otherwise still remember an idle stretch.
+        let y = if segment.len() >= MIN_SEGMENT.max(3 * bins) {
+            segment
+        } else {
+            y
+        };
+        let (point, var) = self.0.rerun(y).forecast(h);
         Path { point, var }
     }
 }
@@ -183,16 +214,27 @@ pub struct DecompositionCache(Mutex<Vec<(usize, Arc<Split>)>>);
 type Split = (Seasonals, Vec<f64>);
 
 impl DecompositionCache {
-    /// The seasonals of `y` and `y` adjusted by them.
+    /// The seasonals of `y` (of its part since the last break, where that holds three of
+    /// the longest cycles) and that part adjusted by them.
     fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
         let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, d)) = cache.iter().find(|(n, _)| *n == y.len()) {
+        let key = y.len();
+        if let Some((_, d)) = cache.iter().find(|(n, _)| *n == key) {
             return d.clone();
         }
+        // The current regime alone, where it holds three of the longest cycles: a
+        // profile averaged over an idle stretch or across a level shift is neither.
+        let longest = seasons.iter().map(|s| s.bins()).max().unwrap_or(0);
+        let segment = since_last_break(y);
+        let y = if segment.len() >= 3 * longest {
+            segment
+        } else {
+            y
+        };
         let seasonals = Seasonals::of(y, seasons);
         let adjusted = seasonals.adjust(y);
         let d = Arc::new((seasonals, adjusted));
-        cache.push((y.len(), d.clone()));
+        cache.push((key, d.clone()));
         d
     }
 }
@@ -262,17 +304,27 @@ pub fn build(
     for s in seasons {
         out.push(Box::new(SeasonalMedian(*s)));
     }
-    out.push(Box::new(RecentMedian(recent)));
+    let regimes = Arc::new(Regimes::default());
+    out.push(Box::new(RecentMedian(recent, regimes.clone())));
     if train.len() < 10 {
         return out;
     }
-    out.push(Box::new(Line));
+    out.push(Box::new(Line(regimes.clone())));
+    // The additive trend starts from the level-only optimum and the damped trend from
+    // the additive one: each nests the one before, so a short search from there does
+    // what a full one from cold starts would, at less than half the evaluations.
+    let mut previous: Option<EtsFit> = None;
     for trend in [Trend::None, Trend::Additive, Trend::Damped] {
         let spec = EtsSpec {
             trend,
             season: dominant,
         };
-        out.push(Box::new(Ets(ets::fit(train, spec, MAX_EVALS))));
+        let fit = match &previous {
+            None => ets::fit(train, spec, MAX_EVALS),
+            Some(near) => ets::fit_near(train, spec, WARM_EVALS, near),
+        };
+        previous = Some(fit.clone());
+        out.push(Box::new(Ets(fit, regimes.clone())));
     }
     if !seasons.is_empty() {
         let cache = Arc::new(DecompositionCache::default());
@@ -283,7 +335,7 @@ pub fn build(
             trend: Trend::None,
             season: None,
         };
-        let fit = ets::fit(&adjusted, spec, MAX_EVALS);
+        let fit = ets::fit(&adjusted, spec, LEVEL_EVALS);
         for theta in [false, true] {
             out.push(Box::new(Decomposed {
                 seasons: seasons.to_vec(),

@@ -13,12 +13,15 @@
 //! saturating at ±f64::MAX.
 
 pub mod bounds;
+pub mod breaks;
 pub mod candidates;
 pub mod decompose;
 pub mod ets;
 pub mod intervals;
 pub mod linear;
 pub mod optimize;
+pub mod pinned;
+pub mod resets;
 mod select;
 pub mod spikes;
 pub mod threshold;

@@ -7,11 +7,14 @@ use super::candidates::{self, Candidate, Path};
 use super::ets::{self, EtsSpec, Season, Trend};
 use super::intervals;
 use super::linear::LinearFit;
+use super::pinned;
 use super::validation::{self, Origins};
 use super::{fits, Forecast, FIT_POINTS};
 
 /// Evaluations the optimiser may spend per model (AICc method).
 const MAX_EVALS: usize = 40;
+/// Where [`candidates::build`] puts naive.
+const NAIVE: usize = 0;
 /// Fewest points a candidate is trained on.
 const MIN_TRAIN: usize = 10;
 /// Normal quantiles of the central 80% and 95%.
@@ -53,8 +56,9 @@ fn plan(n: usize, h: usize, seasons: &[Season]) -> Option<(Origins, Vec<Season>)
 /// The first `detected` of `seasons` were detected or given (the first is ETS's season)
 /// and size the window; the rest (the calendar's) are modelled where they fit in it.
 pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usize) -> Forecast {
-    let dominant = seasons[..detected].first().copied();
-    let y = window(y, &seasons[..detected], validation::ORIGINS * h);
+    let detected_seasons = &seasons[..detected];
+    let dominant = detected_seasons.first().copied();
+    let y = window(y, detected_seasons, validation::ORIGINS * h);
     let Some((origins, seasons)) = plan(y.len(), h, seasons) else {
         return forecast_by_aicc(y, dominant, h);
     };
@@ -63,7 +67,15 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     let post = |p: &mut Path| p.point.iter_mut().for_each(|v| *v = bounds.clamp(*v));
     let dominant = dominant.filter(|s| fits(train.len(), s.period()));
     let all = candidates::build(train, &seasons, dominant, origins.steps);
-    let choice = validation::choose(y, &all, &origins, &post);
+    let longest = detected_seasons
+        .iter()
+        .map(|s| s.period())
+        .fold(0.0, f64::max);
+    let choice = if pinned::is_pinned(y, longest) {
+        validation::fixed(y, &all, NAIVE, &origins, &post)
+    } else {
+        validation::choose(y, &all, &origins, &post)
+    };
     let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
     let paths: Vec<Path> = members
         .iter()
@@ -240,6 +252,96 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_series_pinned_for_a_whole_cycle_holds_its_value() {
+        // a daily wave with noise, then a job pins the GPU at 100% for 30 hours: the
+        // wave won every validation block before, but nothing moves the series now
+        let mut y = hourly(
+            |t| 50.0 + 30.0 * (2.0 * std::f64::consts::PI * t as f64 / 24.0).sin(),
+            24 * 21,
+            3.0,
+            11,
+        );
+        y.extend([100.0; 30]);
+        let f = forecast(
+            &Series::from_values(&y, 3600.0),
+            &ForecastConfig {
+                horizon_steps: 48,
+                ..ForecastConfig::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(f.model, "naive");
+        assert!(f.point.iter().all(|v| *v == 100.0), "{:?}", f.point);
+    }
+
+    #[test]
+    fn a_ramp_is_not_extrapolated_across_the_reset_before_it() {
+        // memory growing at 0.1 a step, freed three times; the current ramp, 80 steps
+        // old, grows at 0.02: the forecast follows it, not the drop nor the old rate
+        let ramp = |t: usize| match t {
+            0..=299 => 1.0 + 0.1 * t as f64,
+            300..=599 => 1.0 + 0.1 * (t - 300) as f64,
+            600..=899 => 1.0 + 0.1 * (t - 600) as f64,
+            _ => 1.0 + 0.02 * (t - 900) as f64,
+        };
+        let n = 980;
+        let y: Vec<f64> = (0..n)
+            .map(|t| ramp(t) + 0.001 * ((t * 7919) % 11) as f64)
+            .collect();
+        let f = forecast(
+            &Series::from_values(&y, 60.0),
+            &ForecastConfig {
+                horizon_steps: 60,
+                period: PeriodChoice::None,
+                ..ForecastConfig::default()
+            },
+        )
+        .unwrap();
+        for (j, v) in f.point.iter().enumerate() {
+            let truth = ramp(n + j);
+            assert!(
+                (v - truth).abs() < 0.3,
+                "{}: step {j}: {v} against {truth}",
+                f.model
+            );
+        }
+    }
+
+    #[test]
+    fn a_job_resumed_after_an_idle_stretch_forecasts_its_iterations() {
+        // 15 s training: a 21-step iteration with a 3-step dip, idle (exactly 0) for
+        // 400 steps, resumed 230 steps ago; the forecast is the iterations again
+        let busy = |t: usize| if t % 21 < 3 { 20.0 } else { 90.0 };
+        let mut e = Noise(5);
+        let n = 3000;
+        let y: Vec<f64> = (0..n)
+            .map(|t| {
+                if (2370..2770).contains(&t) {
+                    0.0
+                } else {
+                    busy(t) + e.uniform() * 3.0 - 1.5
+                }
+            })
+            .collect();
+        let f = forecast(
+            &Series::from_values(&y, 15.0),
+            &ForecastConfig {
+                horizon_steps: 240,
+                ..ForecastConfig::default()
+            },
+        )
+        .unwrap();
+        let mae = f
+            .point
+            .iter()
+            .enumerate()
+            .map(|(j, v)| (v - busy(n + j)).abs())
+            .sum::<f64>()
+            / 240.0;
+        assert!(mae < 3.0, "{}: mae {mae}", f.model);
     }
 
     #[test]

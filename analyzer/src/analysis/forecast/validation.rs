@@ -102,6 +102,28 @@ pub fn choose(
     }
 }
 
+/// The choice of candidate `index` alone, whatever the others would have scored (a
+/// pinned series holds its value); validated like any choice, for its intervals.
+pub fn fixed(
+    y: &[f64],
+    candidates: &[Box<dyn Candidate>],
+    index: usize,
+    origins: &Origins,
+    post: &dyn Fn(&mut Path),
+) -> Choice {
+    let mut paths = candidates[index].backtest(y, &origins.at, origins.steps);
+    paths.iter_mut().for_each(post);
+    let m = mae(y, &origins.at, &paths);
+    let mut candidate_mae = vec![f64::NAN; candidates.len()];
+    candidate_mae[index] = m;
+    Choice {
+        members: vec![index],
+        mae: m,
+        candidate_mae,
+        standardised: standardise(y, &origins.at, &paths),
+    }
+}
+
 /// Element-wise mean of several candidates' paths (point and variance).
 pub fn average<'a>(sets: impl Iterator<Item = &'a [Path]>) -> Vec<Path> {
     let sets: Vec<&[Path]> = sets.collect();

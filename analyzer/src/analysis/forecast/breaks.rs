@@ -1,0 +1,150 @@
+//! Breaks: one-step changes far larger than the series' usual steps (memory freed, a
+//! job starting or ending, a regime switch), and the end of a stretch held at one
+//! value (a job resuming). A trend estimated across a break mixes
+//! the ramp before it with the drop itself, and extrapolates that mixture; the trend
+//! models are run on the data since the last break only ([`since_last_break`]).
+
+use std::sync::Mutex;
+
+use super::pinned::MIN_RUN;
+
+/// A one-step change of more than this many large steps is a break. A large step is the
+/// 99th percentile of the absolute first differences, as for spikes, so changes that
+/// recur often (bursts) set the scale and do not count.
+pub const BREAK_STEPS: f64 = 4.0;
+
+/// Fewest points since the last break from which a trend is estimated.
+pub const MIN_SEGMENT: usize = 10;
+
+/// The data a trend for `h` steps ahead is estimated from: the part of `y` since its
+/// last break, if that holds [`MIN_SEGMENT`] points and half the horizon. A slope from
+/// fewer points, extrapolated that far, is mostly its noise (a line through 20 noisy
+/// points, run 288 steps on); `None` then, and the trend models fall back to their
+/// models without a trend.
+pub fn trend_data(y: &[f64], h: usize) -> Option<&[f64]> {
+    let segment = since_last_break(y);
+    carries_trend(segment, h).then_some(segment)
+}
+
+/// Where the current regimes of prefixes start, found once per prefix length and
+/// shared by the candidates (each forecasts from the same origins).
+#[derive(Debug, Default)]
+pub struct Regimes(Mutex<Vec<(usize, usize)>>);
+
+impl Regimes {
+    /// The part of `y` (a prefix of the series) after its last break.
+    pub fn current<'a>(&self, y: &'a [f64]) -> &'a [f64] {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let start = match known.iter().find(|(n, _)| *n == y.len()) {
+            Some(&(_, start)) => start,
+            None => {
+                let start = regime_start(y);
+                known.push((y.len(), start));
+                start
+            }
+        };
+        &y[start..]
+    }
+}
+
+/// The shorter of two suffixes of the same series.
+pub fn shorter<'a>(a: &'a [f64], b: &'a [f64]) -> &'a [f64] {
+    if a.len() <= b.len() {
+        a
+    } else {
+        b
+    }
+}
+
+/// Whether `segment` (data since a break) carries a trend for `h` steps: it holds
+/// [`MIN_SEGMENT`] points and half the horizon (see [`trend_data`]).
+pub fn carries_trend(segment: &[f64], h: usize) -> bool {
+    segment.len() >= MIN_SEGMENT.max(h / 2)
+}
+
+/// The part of `y` after its last break (all of `y` without one).
+pub fn since_last_break(y: &[f64]) -> &[f64] {
+    &y[regime_start(y)..]
+}
+
+/// Where the part of `y` after its last break starts.
+fn regime_start(y: &[f64]) -> usize {
+    if y.len() < 3 {
+        return 0;
+    }
+    let mut sizes: Vec<f64> = y.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
+    let at = ((sizes.len() - 1) as f64 * 0.99).floor() as usize;
+    let large = *sizes.select_nth_unstable_by(at, f64::total_cmp).1;
+    let limit = BREAK_STEPS * large;
+    let jump = (1..y.len())
+        .rev()
+        .find(|&t| (y[t] - y[t - 1]).abs() > limit)
+        .unwrap_or(0);
+    jump.max(last_held_boundary(y).unwrap_or(0))
+}
+
+/// Share of the data a run of equal values must last to be a regime of its own rather
+/// than the flat top of every cycle (a GPU at exactly 100% through each step burst).
+pub const HELD_SHARE: usize = 50;
+
+/// The last boundary of a run of equal values at least [`MIN_RUN`] long and a
+/// 1/[`HELD_SHARE`] of `y` (the first index after it ended, or where it started if it
+/// lasts to the end): a job stopped or resumed, a new regime, however small the step (a
+/// training job's dips are as deep as its fall to idle).
+fn last_held_boundary(y: &[f64]) -> Option<usize> {
+    let long = MIN_RUN.max(y.len() / HELD_SHARE);
+    let mut start = 0;
+    let mut boundary = None;
+    for t in 1..=y.len() {
+        if t < y.len() && y[t] == y[t - 1] {
+            continue;
+        }
+        if t - start >= long {
+            boundary = Some(if t == y.len() { start } else { t });
+        }
+        start = t;
+    }
+    boundary
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reset_starts_the_segment_and_ordinary_steps_do_not() {
+        // a slow ramp freed twice; the last reset 30 steps before the end
+        let y: Vec<f64> = (0..530)
+            .map(|i| {
+                1.0 + 0.01
+                    * (if i < 250 {
+                        i
+                    } else if i < 500 {
+                        i - 250
+                    } else {
+                        i - 500
+                    }) as f64
+            })
+            .collect();
+        assert_eq!(since_last_break(&y).len(), 30);
+        assert_eq!(trend_data(&y, 60).map(<[f64]>::len), Some(30));
+        assert_eq!(
+            trend_data(&y, 62),
+            None,
+            "30 points do not carry a 62-step trend"
+        );
+        // a training job's iterations, idle for 100 steps, resumed 70 steps ago
+        let mut resumed: Vec<f64> = (0..400)
+            .map(|i| if i % 20 < 10 { 20.0 } else { 90.0 })
+            .collect();
+        resumed.extend([0.0; 100]);
+        resumed.extend((0..70).map(|i| if i % 20 < 10 { 20.0 } else { 90.0 }));
+        assert_eq!(since_last_break(&resumed).len(), 70);
+        // idle for the last 100 steps: the idle stretch is the current regime
+        assert_eq!(since_last_break(&resumed[..500]).len(), 100);
+        // the flat tops of the cycles (10 steps at exactly 90) are no regime
+        assert_eq!(since_last_break(&resumed[..400]).len(), 400);
+        let noisy: Vec<f64> = (0..300).map(|i| ((i * 7919) % 13) as f64).collect();
+        assert_eq!(since_last_break(&noisy).len(), 300);
+    }
+}
