@@ -144,16 +144,7 @@ fn main() -> Result<()> {
     println!("| --- | --- | --- | --- | --- | --- |");
     for (o, l) in observations.iter().zip(&loo) {
         let p = calibrate::predicted(o, &shipped);
-        let v = recommend::verdict(&poolprof_analyzer::analysis::colocate::ModePrediction {
-            mode: o.mode,
-            feasible: true,
-            progress_a: p.0,
-            progress_b: p.1,
-            score: (p.0 + p.1) / 2.0,
-            sm_share: None,
-            mig: None,
-            reason: String::new(),
-        });
+        let v = recommend::verdict(&prediction(o.mode, p));
         println!(
             "| {} | {} + {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} / {:.2} | {} |",
             o.mode.label(),

@@ -44,11 +44,7 @@ pub(crate) fn write_gpm(
         let Some(value) = value else { return };
         let mut all = labels.to_vec();
         all.extend(extra);
-        let help = match (scope, name) {
-            (Scope::Gpu, "pcie_bytes_per_second") => PCIE_HELP.to_string(),
-            _ => scope.help(help),
-        };
-        out.gauge(&scope.metric(name), &help, &all, value);
+        out.gauge(&scope.metric(name), &scope.help(help), &all, value);
     };
     put(
         "sm_active_ratio",
@@ -97,7 +93,11 @@ pub(crate) fn write_gpm(
     ] {
         put("pipe_active_ratio", pipe, Some(("pipe", name)), v);
     }
-    let pcie = "PCIe traffic of {the} averaged over the collection interval, by direction (GPM).";
+    // The GPU family is shared with the pcie collector (GPUs without GPM): one HELP.
+    let pcie = match scope {
+        Scope::Gpu => PCIE_HELP,
+        _ => "PCIe traffic of {the} averaged over the collection interval, by direction (GPM).",
+    };
     put(
         "pcie_bytes_per_second",
         pcie,

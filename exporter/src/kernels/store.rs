@@ -203,10 +203,11 @@ impl KernelStore {
         }
     }
 
-    /// Accepts reports only for these GPUs (NVML `GPU-…` UUIDs) and for CUDA ordinals
-    /// below their number; every other device's report is discarded.
+    /// Accepts reports only for these GPUs and MIG instances (NVML's `GPU-…` and
+    /// `MIG-…` UUIDs) and for CUDA ordinals below their number; every other device's
+    /// report is discarded.
     pub fn set_gpus(&self, uuids: impl IntoIterator<Item = String>) {
-        let set = uuids.into_iter().map(|u| u.to_ascii_lowercase()).collect();
+        let set = uuids.into_iter().map(|u| uuid_key(&u)).collect();
         self.lock().gpus = Some(set);
     }
 
@@ -510,7 +511,7 @@ fn admits(inner: &Inner, key: &(String, String), device: &DeviceId) -> bool {
 fn device_allowed(inner: &Inner, device: &DeviceId, workload: &str) -> bool {
     match &inner.gpus {
         Some(gpus) => match device.uuid {
-            Some(_) => gpus.contains(&device.label().to_ascii_lowercase()),
+            Some(_) => gpus.contains(&uuid_key(&device.label())),
             None => (device.ordinal as usize) < gpus.len(),
         },
         None => {
@@ -518,6 +519,21 @@ fn device_allowed(inner: &Inner, device: &DeviceId, workload: &str) -> bool {
                 < UNCHECKED_DEVICES_PER_WORKLOAD
         }
     }
+}
+
+/// A UUID without its `GPU-` or `MIG-` prefix, lowercase: CUDA reports a MIG
+/// instance's UUID where NVML names it `MIG-…`, and the library labels every CUDA
+/// UUID `GPU-…`, so only the hex digits can be compared.
+fn uuid_key(uuid: &str) -> String {
+    let hex = ["GPU-", "MIG-"]
+        .iter()
+        .find_map(|p| {
+            uuid.get(..4)
+                .filter(|head| head.eq_ignore_ascii_case(p))
+                .map(|_| &uuid[4..])
+        })
+        .unwrap_or(uuid);
+    hex.to_ascii_lowercase()
 }
 
 /// Drops the workload matching `which` that has no process connected and was updated
@@ -1083,6 +1099,32 @@ mod tests {
                 &[("reason", "unknown_gpu")]
             ),
             Some(1001.0)
+        );
+    }
+
+    #[test]
+    fn a_mig_instance_the_exporter_sees_is_accepted_by_its_uuid() {
+        let store = KernelStore::new(KernelLimits::default());
+        store.set_gpus([
+            "GPU-11111111-1111-1111-1111-111111111111".to_string(),
+            "MIG-33333333-3333-3333-3333-333333333333".to_string(),
+        ]);
+        let c = store.connect("w", 0).unwrap();
+        store.apply(c, &on_device(Some([0x33; 16]), 0));
+        store.apply(c, &on_device(Some([0x44; 16]), 0));
+        let set = metrics(&store);
+        assert_eq!(
+            series(&set, "poolprof_memset_bytes_total"),
+            1,
+            "the MIG instance"
+        );
+        assert_eq!(
+            value(
+                &set,
+                "poolprof_inject_discarded_reports_total",
+                &[("reason", "unknown_gpu")]
+            ),
+            Some(1.0)
         );
     }
 

@@ -73,9 +73,7 @@ fn regime_start(y: &[f64]) -> usize {
         return 0;
     }
     let mut sizes: Vec<f64> = y.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
-    let at = ((sizes.len() - 1) as f64 * 0.99).floor() as usize;
-    let large = *sizes.select_nth_unstable_by(at, f64::total_cmp).1;
-    let limit = BREAK_STEPS * large;
+    let limit = BREAK_STEPS * super::spikes::large_step(&mut sizes);
     let jump = (1..y.len())
         .rev()
         .find(|&t| (y[t] - y[t - 1]).abs() > limit)

@@ -358,11 +358,10 @@ fn recent(y: &[f64], at_least: usize) -> &[f64] {
 /// The median of `v` (0 for none).
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
-        return 0.0;
+        0.0
+    } else {
+        crate::analysis::periodicity::prepare::median_in_place(&mut v)
     }
-    let mid = v.len() / 2;
-    let (_, m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
-    *m
 }
 
 /// Mean square of the lag-`lag` differences (0 when there are none).

@@ -11,11 +11,16 @@ pub struct Band {
     pub upper: Vec<f64>,
 }
 
+/// The standard normal quantile that leaves `coverage` (e.g. 0.95) in the middle.
+pub fn z(coverage: f64) -> f64 {
+    Normal::new(0.0, 1.0)
+        .expect("standard normal")
+        .inverse_cdf(0.5 + coverage / 2.0)
+}
+
 /// The central `coverage` band (e.g. 0.95) of normal errors with the given variances.
 pub fn band(point: &[f64], variance: &[f64], coverage: f64) -> Band {
-    let z = Normal::new(0.0, 1.0)
-        .expect("standard normal")
-        .inverse_cdf(0.5 + coverage / 2.0);
+    let z = z(coverage);
     let (lower, upper) = point
         .iter()
         .zip(variance)

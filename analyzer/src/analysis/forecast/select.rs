@@ -17,9 +17,6 @@ const MAX_EVALS: usize = 40;
 const NAIVE: usize = 0;
 /// Fewest points a candidate is trained on.
 const MIN_TRAIN: usize = 10;
-/// Normal quantiles of the central 80% and 95%.
-const Z80: f64 = 1.281_551_565_544_600_5;
-const Z95: f64 = 1.959_963_984_540_054;
 
 /// The fitting window: the most recent [`FIT_POINTS`] steps, or three of the longest
 /// season and the validation stretch (`validate` steps) if that is more.
@@ -108,8 +105,8 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
             .unzip();
         (lower, upper)
     };
-    let (lower_80, upper_80) = band(0.80, Z80);
-    let (lower_95, upper_95) = band(0.95, Z95);
+    let (lower_80, upper_80) = band(0.80, intervals::z(0.80));
+    let (lower_95, upper_95) = band(0.95, intervals::z(0.95));
     Forecast {
         model,
         period_seconds: members.iter().find_map(|c| c.period()),

@@ -35,8 +35,7 @@ pub fn replace_spikes(y: &mut [f64]) -> usize {
     // d[i] = y[i+1] - y[i], in units of `unit`.
     let d: Vec<f64> = y.windows(2).map(|w| w[1] * unit - w[0] * unit).collect();
     let mut sizes: Vec<f64> = d.iter().map(|v| v.abs()).collect();
-    let at = ((sizes.len() - 1) as f64 * 0.99).floor() as usize;
-    let q = *sizes.select_nth_unstable_by(at, f64::total_cmp).1;
+    let q = large_step(&mut sizes);
     let t = SPIKE_STEPS * q;
     let mut replaced = Vec::new();
     // The first sample: one neighbour, but older data, so the interior rule applies.
@@ -65,6 +64,13 @@ pub fn replace_spikes(y: &mut [f64]) -> usize {
         return replaced.len() + 1;
     }
     replaced.len()
+}
+
+/// A large step: the 99th percentile of the absolute first differences `sizes`
+/// (reordered), so that changes which recur often (bursts) set the scale.
+pub(super) fn large_step(sizes: &mut [f64]) -> f64 {
+    let at = ((sizes.len() - 1) as f64 * 0.99).floor() as usize;
+    *sizes.select_nth_unstable_by(at, f64::total_cmp).1
 }
 
 #[cfg(test)]

@@ -84,18 +84,12 @@ fn best_local_max(acf: &[f64], center: f64, half: f64, max_lag: usize) -> Option
 
 /// The vertex of the parabola through lags top-1, top, top+1.
 fn parabolic(acf: &[f64], top: usize) -> f64 {
-    let (a, b, c) = (
-        corrected(acf, top - 1),
-        corrected(acf, top),
-        corrected(acf, top + 1),
-    );
-    let denom = a - 2.0 * b + c;
-    let shift = if denom < 0.0 {
-        0.5 * (a - c) / denom
-    } else {
-        0.0
-    };
-    top as f64 + shift.clamp(-0.5, 0.5)
+    top as f64
+        + super::refine::vertex(
+            corrected(acf, top - 1),
+            corrected(acf, top),
+            corrected(acf, top + 1),
+        )
 }
 
 #[cfg(test)]

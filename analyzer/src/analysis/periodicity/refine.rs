@@ -71,7 +71,7 @@ pub fn peak_frequency(x: &[f64], f: f64, half: f64) -> f64 {
 
 /// Offset (in grid spacings, within ±½) of the vertex of the parabola through three
 /// evenly spaced values, the middle one highest.
-fn vertex(a: f64, b: f64, c: f64) -> f64 {
+pub(super) fn vertex(a: f64, b: f64, c: f64) -> f64 {
     let denom = a - 2.0 * b + c;
     if denom < 0.0 {
         (0.5 * (a - c) / denom).clamp(-0.5, 0.5)

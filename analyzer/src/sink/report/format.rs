@@ -63,40 +63,22 @@ pub fn short(name: &str) -> String {
     }
 }
 
-/// Unix seconds as `2026-01-01 00:00 UTC`.
+/// Unix seconds as `2026-01-01 00:00 UTC` ("n/a" outside years 1970–9999).
 pub fn utc(unix: f64) -> String {
-    if !unix.is_finite() || unix < 0.0 {
+    /// 10000-01-01T00:00:00Z, where RFC 3339 years end.
+    const YEAR_10000: f64 = 253_402_300_800.0;
+    if !(0.0..YEAR_10000).contains(&unix) {
         return "n/a".into();
     }
-    let secs = unix as i64;
-    let (days, rest) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        rest / 3600,
-        rest % 3600 / 60
-    )
+    let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix as u64);
+    let t = humantime::format_rfc3339_seconds(at).to_string();
+    format!("{} {} UTC", &t[..10], &t[11..16])
 }
 
 /// Unix seconds as the time of day, `HH:MM`, UTC.
 pub fn clock(unix: f64) -> String {
     let rest = (unix as i64).rem_euclid(86_400);
     format!("{:02}:{:02}", rest / 3600, rest % 3600 / 60)
-}
-
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's
-/// well-known days-to-civil algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]

@@ -114,23 +114,20 @@ impl NvmlDevice {
         &self.device
     }
 
+    /// The kept process-utilization samples, locked.
+    fn sampling(&self) -> Reading<std::sync::MutexGuard<'_, processes::Sampling>> {
+        self.process_sampling
+            .lock()
+            .map_err(|_| ReadError::Failed("process sampling lock poisoned".into()))
+    }
+
     /// Utilization samples of the last read, taken again once they are
     /// [`PROCESS_UTILIZATION_REFRESH`] old (and then since the newest seen); `None`
-    /// when the GPU cannot sample. With `any_running` false nothing is read and the
-    /// kept samples are dropped.
+    /// when the GPU cannot sample.
     fn process_samples(
         &self,
-        any_running: bool,
     ) -> Reading<Option<Vec<nvml_wrapper::struct_wrappers::device::ProcessUtilizationSample>>> {
-        let mut sampling = self
-            .process_sampling
-            .lock()
-            .map_err(|_| ReadError::Failed("process sampling lock poisoned".into()))?;
-        if !any_running {
-            sampling.forget();
-            return Ok(None);
-        }
-        sampling.get(Instant::now(), |last| {
+        self.sampling()?.get(Instant::now(), |last| {
             match lists::process_utilization(
                 self.nvml,
                 &self.device,
@@ -417,15 +414,20 @@ impl crate::backend::Device for NvmlDevice {
         // A lone process is all the GPU's work: its share is the GPU's utilization,
         // and the samples query (~2.1 ms of CPU) is needed only to split it. Under
         // MIG the GPU's utilization is not offered and the samples are read.
-        if let [only] = running.as_slice() {
-            if let Ok(utilization) = crate::backend::Device::utilization(self) {
-                return Ok(vec![processes::lone(only, utilization)]);
-            }
+        // Samples kept from a time with two or more processes are dropped while there
+        // are fewer, so a process that joins later is not scored on a stale batch.
+        let lone = match running.as_slice() {
+            [] => Some(Vec::new()),
+            [only] => crate::backend::Device::utilization(self)
+                .ok()
+                .map(|utilization| vec![processes::lone(only, utilization)]),
+            _ => None,
+        };
+        if let Some(usage) = lone {
+            self.sampling()?.forget();
+            return Ok(usage);
         }
-        let samples = self.process_samples(!running.is_empty())?;
-        if running.is_empty() {
-            return Ok(Vec::new());
-        }
+        let samples = self.process_samples()?;
         let sampled = samples.is_some();
         Ok(processes::merge(
             &running,

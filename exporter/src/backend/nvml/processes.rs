@@ -43,8 +43,8 @@ pub fn next_timestamp(previous: Option<u64>, samples: &[ProcessUtilizationSample
 }
 
 /// The process-utilization samples last read and when, reused for a while: the
-/// query costs about 2.4 ms of CPU on an H100 whenever a compute process runs
-/// (docs/validation/exporter-h100.md), more than the exporter's whole budget of
+/// query costs about 2.1 ms of CPU on an H100 whenever a compute process runs
+/// (`docs/validation/cost/h100-collector-cpu.md`), more than the exporter's whole budget of
 /// 0.2% of a core at a 1 s interval. NVML buffers the samples, so a read every
 /// `max_age` still sees each process's newest sample; its ratios are at most
 /// `max_age` old.

@@ -16,7 +16,8 @@ use std::time::Duration;
 /// (a storm of Xids is already visible from the ones kept).
 const QUEUE_CAPACITY: usize = 1024;
 /// How long one wait blocks, which bounds how long shutdown takes. Each wait costs
-/// about 45 µs of CPU on an H100 (0.1 ms/s at 500 ms), hence not shorter.
+/// about 47 µs of CPU on an H100 (0.094 ms/s at 500 ms; run 1 of
+/// `docs/validation/cost/h100-collector-cpu.md`), hence not shorter.
 const WAIT_MS: u32 = 2000;
 
 /// The running watcher. Dropping it stops the thread.
