@@ -240,7 +240,7 @@ pub fn case(class: usize, seed: u64) -> Case {
 }
 
 /// The history on the full grid of `n` steps, missing samples linearly interpolated.
-fn fill(points: &[(f64, f64)], step: f64, n: usize) -> Vec<f64> {
+pub fn fill(points: &[(f64, f64)], step: f64, n: usize) -> Vec<f64> {
     let mut out = vec![f64::NAN; n];
     for (t, v) in points {
         out[(t / step).round() as usize] = *v;

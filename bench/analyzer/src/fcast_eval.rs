@@ -114,19 +114,31 @@ struct Acc {
 /// Scores every method on `per_class` series of each class (seed base `base`).
 pub fn run(base: u64, per_class: usize, peer: Option<&str>, threads: usize) {
     let peer = peer.map(read_peer);
-    let jobs: Vec<(usize, usize)> = (0..CLASSES.len())
-        .flat_map(|c| (0..per_class).map(move |i| (c, i)))
+    let cases: Vec<(usize, usize, Case)> = (0..CLASSES.len())
+        .flat_map(|c| (0..per_class).map(move |i| (c, i, case(c, seed(base, i)))))
         .collect();
+    let title = format!("seed base {base}, {per_class} series per class");
+    evaluate(&title, &CLASSES, &cases, peer.as_ref(), threads);
+}
+
+/// Scores every method on `cases` (class index, series index, case) and prints the
+/// tables, classes named by `classes`.
+pub fn evaluate(
+    title: &str,
+    classes: &[&str],
+    cases: &[(usize, usize, Case)],
+    peer: Option<&PeerForecasts>,
+    threads: usize,
+) {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {
                 let j = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&(c, i)) = jobs.get(j) else { break };
-                let k = case(c, seed(base, i));
-                let r = score(&k, c, i, peer.as_ref());
-                results.lock().unwrap().push((c, r));
+                let Some((c, i, k)) = cases.get(j) else { break };
+                let r = score(k, *c, *i, peer);
+                results.lock().unwrap().push((*c, r));
             });
         }
     });
@@ -146,11 +158,11 @@ pub fn run(base: u64, per_class: usize, peer: Option<&str>, threads: usize) {
             t.points += a.points;
         }
     }
-    println!("seed base {base}, {per_class} series per class\n");
+    println!("{title}\n");
     println!("| class | method | sMAPE % | MASE | MAE / naive | 80% cover | 95% cover |");
     println!("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
     let mut overall: BTreeMap<String, Acc> = BTreeMap::new();
-    for (c, class) in CLASSES.iter().enumerate() {
+    for (c, class) in classes.iter().enumerate() {
         let naive_mae = table.get(&(c, "naive".to_string())).map_or(1.0, |a| a.mae);
         for ((cc, name), a) in table.iter().filter(|((cc, _), _)| *cc == c) {
             let _ = cc;
@@ -198,14 +210,14 @@ pub fn run(base: u64, per_class: usize, peer: Option<&str>, threads: usize) {
     }
     println!("\nmodels chosen by poolprof:");
     for ((c, m), count) in &models {
-        println!("  {}: {m}: {count}", CLASSES[*c]);
+        println!("  {}: {m}: {count}", classes[*c]);
     }
 }
 
 type Rows = Vec<(String, Acc)>;
 
 /// Peer forecasts by (class, series, method).
-type PeerForecasts = BTreeMap<(usize, usize, String), Vec<f64>>;
+pub type PeerForecasts = BTreeMap<(usize, usize, String), Vec<f64>>;
 
 fn score(k: &Case, c: usize, i: usize, peer: Option<&PeerForecasts>) -> (Rows, String) {
     let h = k.future.len();

@@ -20,6 +20,7 @@ mod fcast_eval;
 mod impulsive;
 mod inputs;
 mod profile;
+mod recorded;
 mod speed;
 
 fn flag(args: &[String], name: &str, default: usize) -> usize {
@@ -67,6 +68,15 @@ fn main() {
                 flag(&args, "--threads", 2),
             );
         }
+        Some("forecast-recorded") => {
+            let dirs: Vec<String> = args[1..]
+                .iter()
+                .take_while(|a| !a.starts_with("--"))
+                .cloned()
+                .collect();
+            assert!(!dirs.is_empty(), "forecast-recorded DIR...");
+            recorded::run(&dirs, flag(&args, "--threads", 2));
+        }
         Some("forecast-dump") => {
             let path = args.get(1).expect("forecast-dump FILE");
             fcast_eval::dump(
@@ -76,7 +86,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-recorded DIR... [--threads T]");
             std::process::exit(2);
         }
     }

@@ -1,0 +1,123 @@
+//! Forecast accuracy on series poolprof-exporter recorded on a real GPU
+//! (`docs/validation/h100-series.sh`): each `timestamp,value` CSV of a folder is cut at
+//! several origins, the last `ORIGINS` blocks of `HORIZON` steps; each block is
+//! forecast from everything before it and scored like the evaluation set
+//! ([`crate::fcast_eval::evaluate`]).
+//!
+//! Seasonal-naive uses the jobs' designed evaluation cycle (`truth.json`,
+//! `evaluation_every_s`), the one cycle every GPU-wide series carries; memory series
+//! (a cache grown and freed at random sizes) have no season.
+
+use std::path::Path;
+
+use poolprof_analyzer::source::file::read_file;
+
+use crate::evalset::{fill, Case};
+use crate::fcast_eval::evaluate;
+
+/// Steps forecast from each origin (a minute at the recorded 1 s step).
+pub const HORIZON: usize = 60;
+/// Origins per series: the last blocks of [`HORIZON`] steps.
+pub const ORIGINS: usize = 3;
+
+/// Groups of recorded series, in table order, by what they measure.
+pub const GROUPS: [&str; 5] = [
+    "H100 activity (util, SM, tensor, DRAM)",
+    "H100 power, temperature, clocks",
+    "H100 memory used (GPU, per process)",
+    "H100 PCIe throughput",
+    "H100 per-process SM",
+];
+
+/// The group of a series named `stem` (its file name without `.csv`).
+fn group(stem: &str) -> usize {
+    if stem.starts_with("process_sm") {
+        4
+    } else if stem.contains("memory_used") || stem.starts_with("process_gpu_memory") {
+        2
+    } else if stem.contains("pcie") {
+        3
+    } else if stem.contains("power") || stem.contains("temperature") || stem.contains("clock") {
+        1
+    } else {
+        0
+    }
+}
+
+/// Reads the designed evaluation cycle, in seconds, from `truth.json` beside the series.
+fn evaluation_cycle(dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(dir.join("truth.json")).ok()?;
+    let at = text.find("\"evaluation_every_s\":")? + "\"evaluation_every_s\":".len();
+    let rest = text[at..].trim_start();
+    let end = rest.find([',', '}'])?;
+    rest[..end].trim().parse().ok()
+}
+
+/// The cases of one recorded series: its last [`ORIGINS`] blocks, each with the
+/// history before it. `None` when the series is too short or constant (nothing to
+/// forecast: every method scores 0).
+fn cases_of(points: &[(f64, f64)], season: Option<usize>, group: usize) -> Vec<Case> {
+    let t0 = points[0].0;
+    let n = ((points.last().unwrap().0 - t0).round() as usize) + 1;
+    let grid = fill(
+        &points.iter().map(|(t, v)| (t - t0, *v)).collect::<Vec<_>>(),
+        1.0,
+        n,
+    );
+    (1..=ORIGINS)
+        .rev()
+        .filter_map(|k| {
+            let origin = n.checked_sub(k * HORIZON)?;
+            let history: Vec<(f64, f64)> = points
+                .iter()
+                .map(|(t, v)| (t - t0, *v))
+                .filter(|(t, _)| (*t as usize) < origin)
+                .collect();
+            let filled = grid[..origin].to_vec();
+            let future = grid[origin..origin + HORIZON].to_vec();
+            let flat = filled.iter().chain(&future).all(|v| *v == filled[0]);
+            (!flat && history.len() >= 4 * HORIZON).then(|| Case {
+                class: GROUPS[group],
+                step: 1.0,
+                seasons: season.into_iter().filter(|_| group != 2).collect(),
+                history,
+                filled,
+                future,
+            })
+        })
+        .collect()
+}
+
+/// Scores every method on the recorded series in `dirs` (each a folder of CSVs with
+/// its `truth.json`).
+pub fn run(dirs: &[String], threads: usize) {
+    let mut cases = Vec::new();
+    let mut series = 0;
+    for dir in dirs {
+        let dir = Path::new(dir);
+        let season = evaluation_cycle(dir).map(|s| s.round() as usize);
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+            .collect();
+        files.sort();
+        for path in files {
+            let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+            let file = read_file(&path, 1.0).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let g = group(&stem);
+            for s in &file.series {
+                let more = cases_of(&s.points, season, g);
+                series += usize::from(!more.is_empty());
+                for k in more {
+                    cases.push((g, cases.len(), k));
+                }
+            }
+        }
+    }
+    let title = format!(
+        "{series} recorded series, {} forecasts ({ORIGINS} origins, {HORIZON} steps each)",
+        cases.len()
+    );
+    evaluate(&title, &GROUPS, &cases, None, threads);
+}
