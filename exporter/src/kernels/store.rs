@@ -394,19 +394,7 @@ impl KernelStore {
         for name in &gone {
             inner.workloads.remove(name);
         }
-        let mut removed = 0;
-        inner.groups.retain(|(_, workload), group| {
-            if !inner.workloads.contains_key(workload) || stale(group.last_update) {
-                removed += group.kernels.len();
-                return false;
-            }
-            let before = group.kernels.len();
-            group.kernels.retain(|_, k| !stale(k.last_update));
-            removed += before - group.kernels.len();
-            true
-        });
-        inner.named_series -= removed;
-        inner.profiled.retain_workloads(&inner.workloads);
+        prune(inner, stale);
     }
 
     /// Writes every series (after expiring old ones, and logging refusals suppressed
@@ -546,17 +534,28 @@ fn evict_oldest_gone(inner: &mut Inner, which: impl Fn(&Workload) -> bool) -> Op
         .min_by_key(|(_, w)| w.last_update)
         .map(|(name, _)| name.clone())?;
     inner.workloads.remove(&name);
-    let mut removed = 0;
-    inner.groups.retain(|(_, workload), group| {
-        let keep = *workload != name;
-        if !keep {
-            removed += group.kernels.len();
-        }
-        keep
-    });
-    inner.named_series -= removed;
+    prune(inner, |_| false);
     inner.evicted_workloads += 1;
     Some(())
+}
+
+/// Drops the groups, and the profiled counters, of workloads no longer in the table,
+/// and groups or named kernels last updated when `stale` says; keeps `named_series`
+/// in step.
+fn prune(inner: &mut Inner, stale: impl Fn(Instant) -> bool) {
+    let mut removed = 0;
+    inner.groups.retain(|(_, workload), group| {
+        if !inner.workloads.contains_key(workload) || stale(group.last_update) {
+            removed += group.kernels.len();
+            return false;
+        }
+        let before = group.kernels.len();
+        group.kernels.retain(|_, k| !stale(k.last_update));
+        removed += before - group.kernels.len();
+        true
+    });
+    inner.named_series -= removed;
+    inner.profiled.retain_workloads(&inner.workloads);
 }
 
 /// What a rejection reason means, for the log line.

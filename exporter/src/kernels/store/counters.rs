@@ -10,7 +10,7 @@
 
 use super::{cached_short_name, ConnId, KernelStore, Workload};
 use crate::registry::MetricSet;
-use poolprof_inject::wire::{Counters, Flops};
+use poolprof_inject::wire::{Counters, DeviceId, Flops};
 use std::collections::{BTreeMap, HashMap};
 
 /// Profiled kernels kept per (`uuid`, `workload`): the library profiles 64 per
@@ -114,17 +114,19 @@ impl KernelStore {
             return;
         };
         let workload = process.workload.clone();
+        let mut unknown: Option<DeviceId> = None;
+        let mut unknown_count = 0u64;
         for k in &counters.kernels {
+            let key = (k.device.label(), workload.clone());
             // Only GPUs this exporter sees, as for the sampled counts.
-            if !super::admits(inner, &(k.device.label(), workload.clone()), &k.device) {
+            if !super::admits(inner, &key, &k.device) {
+                unknown.get_or_insert(k.device);
+                unknown_count += 1;
                 continue;
             }
             let name = cached_short_name(&mut inner.names, &k.name, max_name_len);
             let table = &mut inner.profiled;
-            let group = table
-                .groups
-                .entry((k.device.label(), workload.clone()))
-                .or_default();
+            let group = table.groups.entry(key).or_default();
             let profiled = Profiled {
                 flops: k.flops,
                 dram_bytes: k.dram_bytes,
@@ -136,6 +138,14 @@ impl KernelStore {
                 group.insert(name, profiled);
                 table.total += 1;
             }
+        }
+        drop(guard);
+        if let Some(device) = unknown {
+            self.discard(
+                "unknown_gpu",
+                unknown_count,
+                &format!("discarded the kernel counters of workload {workload:?} for device {device}: not a GPU this exporter sees (counted in poolprof_inject_discarded_reports_total)"),
+            );
         }
     }
 }
@@ -221,12 +231,41 @@ mod tests {
             kernels: vec![profiled("gemm_bf16", Some(1 << 40))],
         };
         store.apply_counters(conn, &counters);
+        let set = metrics(&store);
         assert!(
-            metrics(&store)
-                .get("poolprof_kernel_flops")
+            set.get("poolprof_kernel_flops")
                 .is_none_or(|f| f.get_metric().is_empty()),
             "a made-up GPU UUID creates no series"
         );
+        assert_eq!(
+            value(
+                &set,
+                "poolprof_inject_discarded_reports_total",
+                &[("reason", "unknown_gpu")]
+            ),
+            Some(1.0),
+            "and is counted as discarded"
+        );
+    }
+
+    #[test]
+    fn an_evicted_workload_gives_back_its_profiled_slots_at_once() {
+        let limits = KernelLimits {
+            max_workloads: 1,
+            ..KernelLimits::default()
+        };
+        let store = KernelStore::new(limits);
+        let old = store.connect("old", 0).unwrap();
+        let counters = Counters {
+            kernels: vec![profiled("k0", None), profiled("k1", None)],
+        };
+        store.apply_counters(old, &counters);
+        assert_eq!(store.lock().profiled.total, 2);
+        store.disconnect(old);
+        let new = store.connect("new", 0).unwrap();
+        assert_eq!(store.lock().profiled.total, 0, "before any expiry");
+        store.apply_counters(new, &counters);
+        assert_eq!(store.lock().profiled.total, 2);
     }
 
     #[test]
