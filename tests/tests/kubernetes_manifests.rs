@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use clap::Parser;
+use poolprof_e2e::process::output_text;
 use serde::Deserialize;
 use serde_yaml_ng::Value;
 
@@ -33,14 +34,6 @@ const TEST_BCRYPT_HASH: &str = "$2b$04$rwFHDI1sAfdNWrkXVN/U2.XyKuhp/QOKdoNBa4eSU
 
 fn kubernetes_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/kubernetes")
-}
-
-fn output_text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// Every directory under overlays/ and examples/ that holds a kustomization.

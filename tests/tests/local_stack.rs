@@ -12,19 +12,12 @@ use std::time::Duration;
 use poolprof_e2e::api::ApiClient;
 use poolprof_e2e::bins::{bin_dir, workspace_bin};
 use poolprof_e2e::ports::free_port;
+use poolprof_e2e::process::output_text;
 use poolprof_e2e::server::get_text;
 use poolprof_e2e::wait::until;
 
 fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../deploy/local/{name}"))
-}
-
-fn output_text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// The environment of one local stack: its run directory and ports.

@@ -15,7 +15,7 @@ mod fake_kubelet;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -25,6 +25,7 @@ use poolprof_e2e::dashboards;
 use poolprof_e2e::exporter::Exporter;
 use poolprof_e2e::exposition;
 use poolprof_e2e::history;
+use poolprof_e2e::process::output_text;
 use poolprof_e2e::prometheus::{Prometheus, PrometheusConfig};
 use poolprof_e2e::promtool::backfill_openmetrics;
 use poolprof_e2e::server::get_text;
@@ -42,14 +43,6 @@ const END: f64 = 1_767_225_600.0;
 
 fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/prometheus")
-}
-
-fn output_text(out: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 #[test]
