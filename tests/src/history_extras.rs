@@ -39,14 +39,26 @@ fn steps(end: f64, span: f64, step: f64) -> Vec<f64> {
     (0..=n).map(|i| end - span + step * f64::from(i)).collect()
 }
 
+/// The GPU `workload`'s process runs on in the history `text` (its
+/// `poolprof_process_gpu_memory_bytes` series' `uuid`).
+pub fn uuid_of(text: &str, workload: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| {
+            l.starts_with("poolprof_process_gpu_memory_bytes")
+                && l.contains(&format!("workload=\"{workload}\""))
+        })
+        .unwrap_or_else(|| panic!("{workload} is not in the history"));
+    let at = line.find("uuid=\"").expect("a uuid label") + 6;
+    line[at..at + line[at..].find('"').expect("a closing quote")].to_string()
+}
+
 /// Appends `poolprof_kernel_launches_total` and `poolprof_kernel_duration_seconds_total`
-/// of `workload` on GPU `uuid` for `kernels`, every `step` seconds over the `span`
-/// seconds ending at `end`.
+/// for each (`uuid`, `workload`, kernels) of `runs`, every `step` seconds over the
+/// `span` seconds ending at `end`.
 pub fn append_kernels(
     history: &Path,
-    uuid: &str,
-    workload: &str,
-    kernels: &[Kernel],
+    runs: &[(&str, &str, &[Kernel])],
     (end, span, step): (f64, f64, f64),
 ) {
     let mut out = read_body(history);
@@ -56,18 +68,20 @@ pub fn append_kernels(
         "poolprof_kernel_duration_seconds",
     ] {
         out.push_str(&format!("\n# TYPE {family} counter"));
-        for kernel in kernels {
-            for (i, t) in times.iter().enumerate() {
-                let launches = kernel.launches_per_second * step * i as f64;
-                let value = if family == "poolprof_kernel_launches" {
-                    launches
-                } else {
-                    launches * kernel.seconds_per_launch
-                };
-                out.push_str(&format!(
-                    "\n{family}_total{{uuid=\"{uuid}\",workload=\"{workload}\",kernel=\"{}\"}} {value} {t}",
-                    kernel.name
-                ));
+        for (uuid, workload, kernels) in runs {
+            for kernel in *kernels {
+                for (i, t) in times.iter().enumerate() {
+                    let launches = kernel.launches_per_second * step * i as f64;
+                    let value = if family == "poolprof_kernel_launches" {
+                        launches
+                    } else {
+                        launches * kernel.seconds_per_launch
+                    };
+                    out.push_str(&format!(
+                        "\n{family}_total{{uuid=\"{uuid}\",workload=\"{workload}\",kernel=\"{}\"}} {value} {t}",
+                        kernel.name
+                    ));
+                }
             }
         }
     }
@@ -122,6 +136,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_uuid_of_a_workload_is_its_process_series_uuid() {
+        let text = "poolprof_process_gpu_memory_bytes{gpu=\"1\",uuid=\"GPU-b\",pid=\"7\",workload=\"etl\"} 5 10\n";
+        assert_eq!(uuid_of(text, "etl"), "GPU-b");
+    }
+
+    #[test]
     fn appends_families_and_labels_every_sample() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("h.om");
@@ -135,7 +155,11 @@ mod tests {
             launches_per_second: 2.0,
             seconds_per_launch: 0.5,
         };
-        append_kernels(&path, "U", "w", &[k], (40.0, 30.0, 15.0));
+        append_kernels(
+            &path,
+            &[("U", "w", &[k]), ("V", "v", &[k])],
+            (40.0, 30.0, 15.0),
+        );
         append_pod(&path, "U", ("ns", "p", "c"), (40.0, 15.0, 15.0));
         add_scrape_labels(&path, "j", "i:1");
         let text = std::fs::read_to_string(&path).unwrap();
@@ -157,6 +181,13 @@ mod tests {
         assert!(text.contains(
             "poolprof_kernel_duration_seconds_total{job=\"j\",instance=\"i:1\",uuid=\"U\",workload=\"w\",kernel=\"gemm\"} 30 40\n"
         ), "{text}");
+        assert_eq!(
+            text.matches("# TYPE poolprof_kernel_launches counter")
+                .count(),
+            1,
+            "one family, both workloads under it: {text}"
+        );
+        assert!(text.contains("uuid=\"V\",workload=\"v\",kernel=\"gemm\"} 60 40\n"));
         assert_eq!(text.matches("poolprof_gpu_pod_info{").count(), 2, "{text}");
         assert!(text.ends_with("\n# EOF\n"));
     }

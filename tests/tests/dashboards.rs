@@ -20,7 +20,9 @@ use poolprof_e2e::dashboards::{
     self, parse_label_values, substitute, used_variables, Target, Variable, BUILTINS,
 };
 use poolprof_e2e::history;
-use poolprof_e2e::history_extras::{add_scrape_labels, append_kernels, append_pod, Kernel};
+use poolprof_e2e::history_extras::{
+    add_scrape_labels, append_kernels, append_pod, uuid_of, Kernel,
+};
 use poolprof_e2e::prometheus::{Prometheus, PrometheusConfig};
 use poolprof_e2e::promtool::backfill_openmetrics;
 use poolprof_e2e::pushgateway::Pushgateway;
@@ -175,39 +177,27 @@ fn filled_prometheus(dir: &Path) -> (Prometheus, Pushgateway) {
         &["--scenario", scenario.to_str().unwrap()],
     );
     let text = std::fs::read_to_string(&history).unwrap();
-    let uuid_of = |workload: &str| -> String {
-        let line = text
-            .lines()
-            .find(|l| {
-                l.starts_with("poolprof_process_gpu_memory_bytes")
-                    && l.contains(&format!("workload=\"{workload}\""))
-            })
-            .unwrap_or_else(|| panic!("{workload} is not in the scenario's history"));
-        let at = line.find("uuid=\"").unwrap() + 6;
-        line[at..at + line[at..].find('"').unwrap()].to_string()
-    };
     let span = (end, 7200.0, 15.0);
+    let chat_a = [
+        Kernel {
+            name: "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
+            launches_per_second: 100.0,
+            seconds_per_launch: 2e-4,
+        },
+        Kernel {
+            name: "native::vectorized_elementwise_kernel",
+            launches_per_second: 300.0,
+            seconds_per_launch: 1e-5,
+        },
+    ];
     append_kernels(
         &history,
-        &uuid_of("chat-a"),
-        "chat-a",
-        &[
-            Kernel {
-                name: "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
-                launches_per_second: 100.0,
-                seconds_per_launch: 2e-4,
-            },
-            Kernel {
-                name: "native::vectorized_elementwise_kernel",
-                launches_per_second: 300.0,
-                seconds_per_launch: 1e-5,
-            },
-        ],
+        &[(&uuid_of(&text, "chat-a"), "chat-a", &chat_a)],
         span,
     );
     append_pod(
         &history,
-        &uuid_of("big-train"),
+        &uuid_of(&text, "big-train"),
         ("ml", "big-train-0", "trainer"),
         span,
     );

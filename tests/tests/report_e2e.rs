@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use poolprof_e2e::bins::workspace_bin;
 use poolprof_e2e::history;
+use poolprof_e2e::history_extras::{self, uuid_of, Kernel};
 use poolprof_e2e::ports::free_port;
 use poolprof_e2e::process::ChildGuard;
 use poolprof_e2e::prometheus::{Prometheus, PrometheusConfig};
@@ -43,64 +44,27 @@ fn source(dir: &Path) -> Prometheus {
 /// `etl` an elementwise kernel and one whose name says nothing, at steady rates.
 fn append_kernels(history: &Path) {
     let text = std::fs::read_to_string(history).unwrap();
-    let body = text
-        .trim_end()
-        .strip_suffix("# EOF")
-        .expect("OpenMetrics ends with # EOF");
-    // (workload, kernel, launches per second, seconds per launch)
-    let kernels = [
-        (
-            "chat-a",
-            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n",
-            100.0,
-            2e-4,
-        ),
-        (
-            "chat-a",
-            "native::vectorized_elementwise_kernel",
-            300.0,
-            1e-5,
-        ),
-        ("etl", "native::vectorized_elementwise_kernel", 500.0, 4e-4),
-        ("etl", "my_custom_kernel", 50.0, 1e-3),
+    let kernel = |name, launches_per_second, seconds_per_launch| Kernel {
+        name,
+        launches_per_second,
+        seconds_per_launch,
+    };
+    let chat_a = [
+        kernel("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", 100.0, 2e-4),
+        kernel("native::vectorized_elementwise_kernel", 300.0, 1e-5),
     ];
-    let mut out = String::from(body.trim_end());
-    for (family, per_launch) in [
-        ("poolprof_kernel_launches", false),
-        ("poolprof_kernel_duration_seconds", true),
-    ] {
-        out.push_str(&format!("\n# TYPE {family} counter"));
-        for (workload, kernel, rate, seconds) in kernels {
-            let uuid = uuid_of(&text, workload);
-            for i in 0..=480 {
-                let t = END - 7200.0 + 15.0 * f64::from(i);
-                let launches = rate * 15.0 * f64::from(i);
-                let v = if per_launch {
-                    launches * seconds
-                } else {
-                    launches
-                };
-                out.push_str(&format!(
-                    "\n{family}_total{{uuid=\"{uuid}\",workload=\"{workload}\",kernel=\"{kernel}\"}} {v} {t}"
-                ));
-            }
-        }
-    }
-    out.push_str("\n# EOF\n");
-    std::fs::write(history, out).unwrap();
-}
-
-/// The GPU `workload` runs on in the simulated history.
-fn uuid_of(history: &str, workload: &str) -> String {
-    let line = history
-        .lines()
-        .find(|l| {
-            l.starts_with("poolprof_process_sm_utilization_ratio")
-                && l.contains(&format!("workload=\"{workload}\""))
-        })
-        .unwrap_or_else(|| panic!("{workload} in the history"));
-    let at = line.find("uuid=\"").unwrap() + 6;
-    line[at..at + line[at..].find('"').unwrap()].to_string()
+    let etl = [
+        kernel("native::vectorized_elementwise_kernel", 500.0, 4e-4),
+        kernel("my_custom_kernel", 50.0, 1e-3),
+    ];
+    history_extras::append_kernels(
+        history,
+        &[
+            (&uuid_of(&text, "chat-a"), "chat-a", &chat_a),
+            (&uuid_of(&text, "etl"), "etl", &etl),
+        ],
+        (END, 7200.0, 15.0),
+    );
 }
 
 fn report(source: &Prometheus, format: &str, output: &Path) -> Output {
