@@ -17,11 +17,17 @@ use std::collections::BTreeMap;
 const NAME: &str = "process";
 
 /// Reads `Device::processes` and resolves each pid's workload.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ProcessCollector {
     readings: Readings,
     workloads: WorkloadResolver,
-    without_pid: bool,
+    pid_label: bool,
+}
+
+impl Default for ProcessCollector {
+    fn default() -> Self {
+        Self::with_resolver(WorkloadResolver::default())
+    }
 }
 
 impl ProcessCollector {
@@ -30,13 +36,13 @@ impl ProcessCollector {
         Self {
             readings: Readings::default(),
             workloads,
-            without_pid: false,
+            pid_label: true,
         }
     }
 
     /// With `false`, series carry no `pid` and a workload's processes are summed.
     pub fn pid_label(mut self, on: bool) -> Self {
-        self.without_pid = !on;
+        self.pid_label = on;
         self
     }
 
@@ -52,7 +58,7 @@ impl ProcessCollector {
         let pid = p.pid.to_string();
         let instance = p.gpu_instance_id.map(|id| id.to_string());
         let mut labels = gpu.labels_with(&[("workload", workload)]);
-        if !self.without_pid {
+        if self.pid_label {
             labels.insert(2, ("pid", &pid));
         }
         if let Some(instance) = &instance {
@@ -100,10 +106,10 @@ impl Collector for ProcessCollector {
                 .into_iter()
                 .map(|p| (self.workload(&p), p))
                 .collect();
-            let named = if self.without_pid {
-                sum_by_workload(named)
-            } else {
+            let named = if self.pid_label {
                 named
+            } else {
+                sum_by_workload(named)
             };
             for (workload, p) in &named {
                 self.write(gpu, p, workload, out);
@@ -113,13 +119,17 @@ impl Collector for ProcessCollector {
     }
 }
 
+/// The sum of two readings, either one where the other is absent.
+fn add<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    }
+}
+
 /// One usage per workload and MIG instance: memory and ratios summed (a value stays
 /// absent only when no process of the workload has it).
 fn sum_by_workload(named: Vec<(String, ProcessUsage)>) -> Vec<(String, ProcessUsage)> {
-    let add = |a: Option<f64>, b: Option<f64>| match (a, b) {
-        (Some(a), Some(b)) => Some(a + b),
-        (a, b) => a.or(b),
-    };
     let mut sums: BTreeMap<(String, Option<u32>), ProcessUsage> = BTreeMap::new();
     for (workload, p) in named {
         match sums.entry((workload, p.gpu_instance_id)) {
@@ -128,10 +138,7 @@ fn sum_by_workload(named: Vec<(String, ProcessUsage)>) -> Vec<(String, ProcessUs
             }
             std::collections::btree_map::Entry::Occupied(mut slot) => {
                 let sum = slot.get_mut();
-                sum.used_memory_bytes = match (sum.used_memory_bytes, p.used_memory_bytes) {
-                    (Some(a), Some(b)) => Some(a + b),
-                    (a, b) => a.or(b),
-                };
+                sum.used_memory_bytes = add(sum.used_memory_bytes, p.used_memory_bytes);
                 sum.sm_ratio = add(sum.sm_ratio, p.sm_ratio);
                 sum.memory_ratio = add(sum.memory_ratio, p.memory_ratio);
             }
