@@ -29,7 +29,7 @@ impl Analyze for Analyses {
         let season = periods
             .iter()
             .map(|p| p.period_seconds)
-            .find(|s| series.points.len() as f64 >= 2.0 * (s / step).round() + 2.0)
+            .find(|s| forecast::season_fits(series.points.len(), s / step))
             .map_or(PeriodChoice::None, PeriodChoice::Seconds);
         let longest = request.horizons.iter().max().copied().unwrap_or_default();
         let fc = ForecastConfig {

@@ -253,6 +253,12 @@ fn fits(n: usize, period: f64) -> bool {
     period >= 2.0 && n as f64 >= 2.0 * period + 2.0
 }
 
+/// Whether a season of `period` steps (snapped as [`whole_steps`] does) fits twice in
+/// `n` points, as the forecast requires of every season it models.
+pub fn season_fits(n: usize, period: f64) -> bool {
+    fits(n, whole_steps(period))
+}
+
 /// Forecasts evenly spaced `y` `h` steps ahead with the season `choice` (validated).
 pub fn forecast_grid(
     y: &[f64],
@@ -369,6 +375,15 @@ mod tests {
             let truth = busy(n + h);
             assert!((v - truth).abs() < 1.0, "step {h}: {v} against {truth}");
         }
+    }
+
+    #[test]
+    fn a_season_fits_by_the_whole_steps_the_forecast_models() {
+        // a refined 47.97 steps is 48, which fits twice in 98 points; 48.3 steps stays
+        // fractional and does not (rounding it would have said it does)
+        assert!(season_fits(98, 47.97));
+        assert!(!season_fits(98, 48.3));
+        assert!(!season_fits(97, 48.0));
     }
 
     #[test]
