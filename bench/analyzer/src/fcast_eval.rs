@@ -166,15 +166,7 @@ pub fn evaluate(
         let naive_mae = table.get(&(c, "naive".to_string())).map_or(1.0, |a| a.mae);
         for ((cc, name), a) in table.iter().filter(|((cc, _), _)| *cc == c) {
             let _ = cc;
-            let cover = if a.points > 0 {
-                format!(
-                    "{:.1}% | {:.1}%",
-                    100.0 * a.cover80 as f64 / a.points as f64,
-                    100.0 * a.cover95 as f64 / a.points as f64
-                )
-            } else {
-                "– | –".into()
-            };
+            let cover = coverage(a);
             println!(
                 "| {class} | {name} | {:.2} | {:.3} | {:.3} | {cover} |",
                 a.smape / a.n as f64,
@@ -193,15 +185,7 @@ pub fn evaluate(
     println!("\n| all classes | sMAPE % | MASE | 80% cover | 95% cover |");
     println!("| --- | ---: | ---: | ---: | ---: |");
     for (name, a) in &overall {
-        let cover = if a.points > 0 {
-            format!(
-                "{:.1}% | {:.1}%",
-                100.0 * a.cover80 as f64 / a.points as f64,
-                100.0 * a.cover95 as f64 / a.points as f64
-            )
-        } else {
-            "– | –".into()
-        };
+        let cover = coverage(a);
         println!(
             "| {name} | {:.2} | {:.3} | {cover} |",
             a.smape / a.n as f64,
@@ -212,6 +196,15 @@ pub fn evaluate(
     for ((c, m), count) in &models {
         println!("  {}: {m}: {count}", classes[*c]);
     }
+}
+
+/// The table cells of the 80% and 95% coverage, or dashes for a method without intervals.
+fn coverage(a: &Acc) -> String {
+    if a.points == 0 {
+        return "– | –".into();
+    }
+    let share = |hits: usize| 100.0 * hits as f64 / a.points as f64;
+    format!("{:.1}% | {:.1}%", share(a.cover80), share(a.cover95))
 }
 
 type Rows = Vec<(String, Acc)>;
