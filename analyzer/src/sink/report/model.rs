@@ -167,15 +167,13 @@ fn summary(report: &RunReport) -> RunSummary {
 
 fn owners(report: &RunReport) -> Vec<OwnerSignals> {
     // Workloads sort before GPUs, then by name, then signal.
-    let mut grouped: BTreeMap<(u8, &str), Vec<SignalData>> = BTreeMap::new();
+    let mut grouped: BTreeMap<(bool, &str), (Identity, Vec<SignalData>)> = BTreeMap::new();
     for s in &report.series {
-        let rank = match s.identity {
-            Identity::Workload => 0,
-            Identity::Uuid => 1,
-        };
+        let is_gpu = s.identity != Identity::Workload;
         grouped
-            .entry((rank, s.owner.as_str()))
-            .or_default()
+            .entry((is_gpu, s.owner.as_str()))
+            .or_insert_with(|| (s.identity, Vec::new()))
+            .1
             .push(SignalData {
                 signal: s.signal.clone(),
                 points: s.recent.clone(),
@@ -187,10 +185,10 @@ fn owners(report: &RunReport) -> Vec<OwnerSignals> {
     }
     grouped
         .into_iter()
-        .map(|((rank, owner), mut signals)| {
+        .map(|((_, owner), (identity, mut signals))| {
             signals.sort_by(|a, b| a.signal.cmp(&b.signal));
             OwnerSignals {
-                identity: if rank == 0 { "workload" } else { "uuid" },
+                identity: identity.label(),
                 owner: owner.to_string(),
                 signals,
             }
