@@ -24,19 +24,13 @@ impl Analyze for Analyses {
             PeriodOutcome::Periodic(p) => (p, None),
             PeriodOutcome::NoPeriod { reason } => (Vec::new(), Some(reason)),
         };
-        // The detector already ran: hand its answer to the forecast instead of `Auto`,
-        // which would detect again. A season must fit twice in the data to be modelled.
-        let season = periods
-            .iter()
-            .map(|p| p.period_seconds)
-            .find(|s| forecast::season_fits(series.points.len(), s / step))
-            .map_or(PeriodChoice::None, PeriodChoice::Seconds);
         let longest = request.horizons.iter().max().copied().unwrap_or_default();
         let fc = ForecastConfig {
             horizon_steps: ((longest.as_secs_f64() / step).ceil() as usize).max(1),
             step_seconds: Some(step),
-            period: season,
-            // every detected period: the forecast models a day and a week together
+            // The detector already ran: its answer, not `Auto`, which would detect again;
+            // every detected period, so that a day and a week are modelled together.
+            period: PeriodChoice::Detected,
             more_periods: periods.iter().map(|p| p.period_seconds).collect(),
             ..ForecastConfig::default()
         };

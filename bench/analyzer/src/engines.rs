@@ -52,14 +52,11 @@ pub fn ours(values: &[f64], step: f64, horizon: usize) -> Answer {
             forecast: vec![0.0; horizon],
         };
     }
-    let period = periods
-        .first()
-        .map_or(PeriodChoice::None, |p| PeriodChoice::Seconds(p * step));
     let config = ForecastConfig {
         horizon_steps: horizon,
         step_seconds: Some(step),
-        period,
         // every detected period, as the pipeline hands them over
+        period: PeriodChoice::Detected,
         more_periods: periods.iter().map(|p| p * step).collect(),
         // BENCH_METHOD=aicc: the earlier single-model method, for before/after timings
         method: if std::env::var("BENCH_METHOD").as_deref() == Ok("aicc") {

@@ -53,6 +53,9 @@ pub enum PeriodChoice {
     Auto,
     /// This period, in seconds.
     Seconds(f64),
+    /// The detector already ran and found `more_periods` (dominant first; none is an
+    /// answer too): model those that fit, and the calendar's, without detecting again.
+    Detected,
     /// No season.
     None,
 }
@@ -193,6 +196,7 @@ fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> (Vec<
     let mut seconds: Vec<f64> = match choice {
         PeriodChoice::None => return (Vec::new(), 0),
         PeriodChoice::Seconds(s) => vec![s],
+        PeriodChoice::Detected => Vec::new(),
         PeriodChoice::Auto => detect_on_grid(y, step, &PeriodConfig::default())
             .periods()
             .iter()
@@ -251,12 +255,6 @@ pub fn whole_steps(period: f64) -> f64 {
 
 fn fits(n: usize, period: f64) -> bool {
     period >= 2.0 && n as f64 >= 2.0 * period + 2.0
-}
-
-/// Whether a season of `period` steps (snapped as [`whole_steps`] does) fits twice in
-/// `n` points, as the forecast requires of every season it models.
-pub fn season_fits(n: usize, period: f64) -> bool {
-    fits(n, whole_steps(period))
 }
 
 /// Forecasts evenly spaced `y` `h` steps ahead with the season `choice` (validated).
@@ -378,12 +376,30 @@ mod tests {
     }
 
     #[test]
-    fn a_season_fits_by_the_whole_steps_the_forecast_models() {
-        // a refined 47.97 steps is 48, which fits twice in 98 points; 48.3 steps stays
-        // fractional and does not (rounding it would have said it does)
-        assert!(season_fits(98, 47.97));
-        assert!(!season_fits(98, 48.3));
-        assert!(!season_fits(97, 48.0));
+    fn a_detector_that_found_nothing_still_leaves_the_calendar_to_validation() {
+        // hourly, three weeks of a daily shape: with the detector's empty answer the
+        // day and the week are still candidates (as with `Auto`); `None` models no
+        // season at all
+        let points: Vec<(f64, f64)> = (0..24 * 21)
+            .map(|i| {
+                let day = (2.0 * std::f64::consts::PI * i as f64 / 24.0).sin();
+                (
+                    3600.0 * i as f64,
+                    10.0 + 3.0 * day + 0.01 * ((i * 7919) % 7) as f64,
+                )
+            })
+            .collect();
+        let series = Series::from_points(points);
+        let with = |period| ForecastConfig {
+            horizon_steps: 24,
+            period,
+            ..Default::default()
+        };
+        let detected = forecast(&series, &with(PeriodChoice::Detected)).unwrap();
+        let calendar = detected.period_seconds.expect("a calendar season");
+        assert!(CALENDAR_SECONDS.contains(&calendar), "{calendar}");
+        let none = forecast(&series, &with(PeriodChoice::None)).unwrap();
+        assert_eq!(none.period_seconds, None, "{none:?}");
     }
 
     #[test]
