@@ -8,7 +8,9 @@
 # Run in the repository root. Needs target/release/poolprof-exporter, python3 with
 # torch, and a Debian prometheus_*.deb in .carry/.
 # Environment: RECORD_S (seconds recorded, default 480), SEED (jobs' randomness, default 8), CYCLES (arguments for every
-# job, e.g. "--eval-every 30 --checkpoint-every 100 --day 90"; default the jobs'), OUT (results; default a new
+# job, e.g. "--eval-every 30 --checkpoint-every 100 --day 90"; default the jobs'),
+# ACTIVE_train / ACTIVE_infer / ACTIVE_mem (FROM-TO,... seconds in which that job works;
+# default all the time), OUT (results; default a new
 # temporary folder). Results: series.tar.gz (series/*.csv), truth.json, roles.json, record.log.
 set -uo pipefail
 
@@ -37,7 +39,8 @@ trap 'exit 1' INT TERM
 
 nvidia-smi -L >> "$LOG" 2>&1
 pick_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-PORT=$(pick_port) && PPORT=$(pick_port) || die "cannot pick ports"
+PORT=$(pick_port) || die "cannot pick a port"
+PPORT=$(pick_port) || die "cannot pick a port"
 RUNDIR=$(mktemp -d -t poolprof-series-run.XXXXXX)
 "$EXPORTER" --web.listen-address="127.0.0.1:$PORT" --collect-interval=1s \
   --kernels.socket-path="$RUNDIR/inject.sock" >> "$OUT/exporter.log" 2>&1 &
@@ -57,12 +60,15 @@ for _ in $(seq 100); do
 done
 curl -sf "http://127.0.0.1:$PPORT/-/ready" > /dev/null || die "Prometheus did not start (see prometheus.log)"
 log "exporter on $PORT, prometheus on $PPORT; recording $RECORD_S s"
+log "jobs work in (s): train ${ACTIVE_train:-all}, infer ${ACTIVE_infer:-all}, mem ${ACTIVE_mem:-all}; cycles: ${CYCLES:-defaults}"
 
 START=$(date +%s)
 declare -A ROLE
 for role in train infer mem; do
-  # shellcheck disable=SC2086 # CYCLES is a list of arguments
-  python3 docs/validation/series_workloads.py "$role" --seconds "$RECORD_S" --seed "${SEED:-8}" $CYCLES \
+  active_var="ACTIVE_$role"
+  active=${!active_var:+--active ${!active_var}}
+  # shellcheck disable=SC2086 # CYCLES is a list of arguments, $active a flag and its value
+  python3 docs/validation/series_workloads.py "$role" --seconds "$RECORD_S" --seed "${SEED:-8}" $CYCLES $active \
     --truth "$OUT/truth.json" >> "$OUT/workload-$role.log" 2>&1 &
   ROLE[$!]=$role
 done

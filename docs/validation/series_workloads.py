@@ -15,7 +15,7 @@ The cycles are the workload's design, written to `--truth` as JSON for the evalu
 (seasonal-naive's seasons); nothing is read back from the GPU here.
 
 usage: series_workloads.py ROLE --seconds S [--seed N] [--truth FILE]
-       [--eval-every S] [--checkpoint-every S] [--day S]
+       [--eval-every S] [--checkpoint-every S] [--day S] [--active FROM-TO,...]
 """
 
 import argparse
@@ -32,6 +32,14 @@ CHECKPOINT_S_LONG = 5.0
 INFER_DAY_S = 120.0
 INFER_RATE_PER_S = 12.0
 MEM_GROW_BYTES = 384 << 20
+# (from, to) seconds since the start in which the role works; empty: all the time.
+ACTIVE = []
+
+
+def active(t):
+    """Whether the role works at `t` seconds; outside its windows it idles, as a job
+    waiting in a queue or gone would (the process stays, as its memory does)."""
+    return not ACTIVE or any(a <= t < b for a, b in ACTIVE)
 
 
 def truth():
@@ -46,6 +54,9 @@ def truth():
 def set_cycles(args):
     """The cycles given on the command line replace the defaults (a second scenario)."""
     global TRAIN_EVAL_S, EVAL_S, CHECKPOINT_S, INFER_DAY_S
+    for window in filter(None, (args.active or "").split(",")):
+        a, b = window.split("-")
+        ACTIVE.append((float(a), float(b)))
     TRAIN_EVAL_S = args.eval_every or TRAIN_EVAL_S
     EVAL_S = min(EVAL_S, TRAIN_EVAL_S / 5)
     CHECKPOINT_S = args.checkpoint_every or CHECKPOINT_S
@@ -60,6 +71,9 @@ def train(torch, seconds, rng):
     host = [torch.empty(t.shape, dtype=t.dtype, pin_memory=True) for t in w]
     start = time.monotonic()
     while (now := time.monotonic() - start) < seconds:
+        if not active(now):
+            time.sleep(0.2)
+            continue
         in_checkpoint = now % CHECKPOINT_S >= CHECKPOINT_S - CHECKPOINT_S_LONG
         in_eval = now % TRAIN_EVAL_S >= TRAIN_EVAL_S - EVAL_S
         if in_checkpoint:
@@ -90,6 +104,10 @@ def infer(torch, seconds, rng):
     last = start
     while (now := time.monotonic()) - start < seconds:
         t = now - start
+        if not active(t):
+            time.sleep(0.2)
+            last = time.monotonic()
+            continue
         rate = INFER_RATE_PER_S * (0.15 + 0.85 * (0.5 + 0.5 * math.sin(2 * math.pi * t / INFER_DAY_S)))
         dt = now - last
         last = now
@@ -111,7 +129,13 @@ def mem(torch, seconds, rng):
     target = rng.uniform(6, 14) * (1 << 30)
     start = time.monotonic()
     a = torch.randn(1024, 1024, device=dev)
-    while time.monotonic() - start < seconds:
+    while (now := time.monotonic() - start) < seconds:
+        if not active(now):
+            if cache:
+                cache.clear()
+                torch.cuda.empty_cache()
+            time.sleep(0.2)
+            continue
         if sum(c.numel() * c.element_size() for c in cache) >= target:
             cache.clear()
             torch.cuda.empty_cache()
@@ -134,6 +158,7 @@ def main():
     ap.add_argument("--eval-every", type=float, help="seconds between evaluation passes")
     ap.add_argument("--checkpoint-every", type=float, help="seconds between checkpoints")
     ap.add_argument("--day", type=float, help="seconds of inference's compressed day")
+    ap.add_argument("--active", help="FROM-TO[,FROM-TO...]: seconds in which the role works")
     args = ap.parse_args()
     set_cycles(args)
     if args.truth:
