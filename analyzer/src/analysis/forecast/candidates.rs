@@ -12,6 +12,7 @@ use super::breaks::{carries_trend, shorter, since_last_break, Regimes, MIN_SEGME
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
+use super::logscale::LogDecomposed;
 
 /// Evaluations the optimiser may spend per ETS model.
 const MAX_EVALS: usize = 30;
@@ -344,6 +345,8 @@ pub fn build(
                 theta,
             }));
         }
+        // the same in logs, for a positive series whose profile scales with its level
+        out.extend(LogDecomposed::build(train, seasons).map(|c| Box::new(c) as Box<dyn Candidate>));
     }
     out
 }

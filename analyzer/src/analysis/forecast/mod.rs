@@ -19,6 +19,7 @@ pub mod decompose;
 pub mod ets;
 pub mod intervals;
 pub mod linear;
+pub mod logscale;
 pub mod optimize;
 pub mod pinned;
 pub mod resets;
