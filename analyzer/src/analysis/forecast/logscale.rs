@@ -30,6 +30,52 @@ pub fn is_positive(y: &[f64]) -> bool {
     min > 0.0 && min >= MIN_RATIO * max
 }
 
+/// The swing must follow the level this much better than it stays put: the squared
+/// log-ratios of swings, less the level's, at most this share of their own.
+pub const FOLLOWS: f64 = 0.8;
+
+/// Whether the seasonal swing of `y` scales with its level: cycle by cycle of the
+/// shortest season, each against the same cycle a longer season earlier (a Monday
+/// against the Monday before, so that quiet weekends do not count as level changes),
+/// the log-ratio of the swings (mean absolute deviation within the cycle) follows the
+/// log-ratio of the levels (the cycle's mean) better than it stays at zero. Where the
+/// level never moved, both read as noise and the answer is no: additive and
+/// multiplicative profiles then forecast alike, and one candidate fewer competes.
+pub fn swing_scales_with_level(y: &[f64], seasons: &[Season]) -> bool {
+    let Some(m) = seasons.iter().map(|s| s.bins()).min().filter(|m| *m >= 2) else {
+        return false;
+    };
+    let lag = seasons
+        .iter()
+        .map(|s| s.period() / m as f64)
+        .filter(|k| (k - k.round()).abs() < 0.05)
+        .map(|k| k.round() as usize)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let cycles = y.len() / m;
+    let start = y.len() - cycles * m;
+    let stats: Vec<(f64, f64)> = y[start..]
+        .chunks_exact(m)
+        .map(|c| {
+            let level = c.iter().sum::<f64>() / m as f64;
+            let swing = c.iter().map(|v| (v - level).abs()).sum::<f64>() / m as f64;
+            (level, swing)
+        })
+        .collect();
+    let (mut moved, mut stayed, mut pairs) = (0.0, 0.0, 0usize);
+    for i in lag..stats.len() {
+        let ((l1, s1), (l0, s0)) = (stats[i], stats[i - lag]);
+        if l1 > 0.0 && l0 > 0.0 && s1 > 0.0 && s0 > 0.0 {
+            let (level, swing) = ((l1 / l0).ln(), (s1 / s0).ln());
+            moved += (swing - level).powi(2);
+            stayed += swing * swing;
+            pairs += 1;
+        }
+    }
+    pairs >= 4 && moved < FOLLOWS * stayed
+}
+
 /// The logarithms of the current regime of `y` (where it holds three of the longest
 /// cycles), decomposed, and those logarithms adjusted by the decomposition.
 type Split = (Seasonals, Vec<f64>);
@@ -73,9 +119,10 @@ pub struct LogDecomposed {
 
 impl LogDecomposed {
     /// The candidate for `train` with `seasons` (each fits twice), or `None` when
-    /// `train` is not positive ([`is_positive`]) or there is no season.
+    /// `train` is not positive ([`is_positive`]), there is no season, or its swing
+    /// does not scale with its level ([`swing_scales_with_level`]).
     pub fn build(train: &[f64], seasons: &[Season]) -> Option<LogDecomposed> {
-        if seasons.is_empty() || !is_positive(train) {
+        if seasons.is_empty() || !is_positive(train) || !swing_scales_with_level(train, seasons) {
             return None;
         }
         let cache = LogCache::default();
