@@ -115,9 +115,10 @@ impl Candidate for RecentMedian {
 /// Cycles a seasonal median looks back over.
 pub const MEDIAN_CYCLES: usize = 5;
 
-/// At each phase, the median of the same phase over the last [`MEDIAN_CYCLES`] cycles:
-/// seasonal-naive without the noise of a single cycle.
-pub struct SeasonalMedian(pub Season);
+/// At each phase, the median of the same phase over the last [`MEDIAN_CYCLES`] cycles
+/// of the current regime (at least one): seasonal-naive without the noise of a single
+/// cycle, and without the cycles of an idle stretch a job has just resumed from.
+pub struct SeasonalMedian(pub Season, pub Arc<Regimes>);
 
 impl Candidate for SeasonalMedian {
     fn name(&self) -> String {
@@ -129,11 +130,12 @@ impl Candidate for SeasonalMedian {
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let n = y.len() as f64;
         let m = self.0.period();
+        let cycles = regime_cycles(self.1.current(y).len(), m);
         let mut errors = 0.0;
         let point: Vec<f64> = (1..=h)
             .map(|j| {
                 let base = n + j as f64 - 1.0 - (j as f64 / m).ceil() * m;
-                let same: Vec<f64> = (0..MEDIAN_CYCLES)
+                let same: Vec<f64> = (0..cycles)
                     .map(|c| (base - c as f64 * m).round())
                     .take_while(|t| *t >= 0.0)
                     .map(|t| y[t as usize])
@@ -150,6 +152,12 @@ impl Candidate for SeasonalMedian {
             point,
         }
     }
+}
+
+/// Cycles of `m` steps a seasonal median looks back over in a regime of `len` steps:
+/// the whole cycles in it, 1 to [`MEDIAN_CYCLES`].
+fn regime_cycles(len: usize, m: f64) -> usize {
+    ((len as f64 / m).floor() as usize).clamp(1, MEDIAN_CYCLES)
 }
 
 /// The least-squares line over the window since its last break.
@@ -187,8 +195,11 @@ impl Candidate for Ets {
         let y = recent(y, 3 * bins);
         let segment = shorter(segment, y);
         // A trend is the current ramp's, not one spanning a reset, nor one that a break
-        // has just kicked; without enough data since the break, no trend.
-        if spec.trend != Trend::None && !carries_trend(segment, h) {
+        // has just kicked; without enough data since the break, no trend. Nor one whose
+        // seasonal states would have to start before the break (a job resumed after an
+        // idle stretch shorter ago than three seasons: a climb out of the idle level).
+        let across = segment.len() < y.len() && segment.len() < MIN_SEGMENT.max(3 * bins);
+        if spec.trend != Trend::None && (across || !carries_trend(segment, h)) {
             return match spec.season {
                 None => Naive.forecast(y, h),
                 Some(season) => SeasonalNaive(season).forecast(y, h),
@@ -302,10 +313,10 @@ pub fn build(
     for s in seasons {
         out.push(Box::new(SeasonalNaive(*s)));
     }
-    for s in seasons {
-        out.push(Box::new(SeasonalMedian(*s)));
-    }
     let regimes = Arc::new(Regimes::default());
+    for s in seasons {
+        out.push(Box::new(SeasonalMedian(*s, regimes.clone())));
+    }
     out.push(Box::new(RecentMedian(recent, regimes.clone())));
     if train.len() < 10 {
         return out;

@@ -188,23 +188,61 @@ mod tests {
         level * day
     }
 
+    fn worst_relative_error(c: &dyn Candidate, y: &[f64], h: usize) -> f64 {
+        let p = c.forecast(y, h);
+        p.point
+            .iter()
+            .enumerate()
+            .map(|(j, f)| {
+                let t = multiplicative(y.len() + j);
+                ((f - t) / t).abs()
+            })
+            .fold(0.0, f64::max)
+    }
+
     #[test]
     fn a_profile_that_scales_with_the_level_is_forecast_at_the_new_level() {
         let n = 672;
         let y: Vec<f64> = (0..n).map(multiplicative).collect();
         let day = [Season::new(24.0).unwrap()];
-        let c = LogDecomposed::build(&y[..n - 48], &day).expect("positive");
-        let p = c.forecast(&y, 48);
-        // the additive profile, averaged over the month, swings 0.8 x the mean level
-        // (about 14.4 here), where the last day swings 0.8 x 20: it misses by ~2
-        let truth: Vec<f64> = (n..n + 48).map(multiplicative).collect();
-        let worst = p
-            .point
+        let train = &y[..n - 48];
+        let c = LogDecomposed::build(train, &day).expect("positive, scaling");
+        let worst = worst_relative_error(&c, &y, 48);
+        assert!(worst < 0.06, "worst relative error {worst}");
+        // the additive decomposition averages the month's swings (0.8 x the mean
+        // level, about 14.4) where the last day swings 0.8 x 20
+        let all = super::super::candidates::build(train, &day, Some(day[0]), 48);
+        let additive = all
             .iter()
-            .zip(&truth)
-            .map(|(f, t)| ((f - t) / t).abs())
-            .fold(0.0, f64::max);
-        assert!(worst < 0.03, "worst relative error {worst}");
+            .find(|c| c.name() == "mstl(24)+ets(A,N,N)")
+            .expect("the additive decomposition");
+        let worst_additive = worst_relative_error(additive.as_ref(), &y, 48);
+        assert!(worst_additive > 0.1, "additive {worst_additive}");
+    }
+
+    #[test]
+    fn only_a_swing_that_follows_the_level_is_multiplicative() {
+        let seasons = [Season::new(24.0).unwrap(), Season::new(168.0).unwrap()];
+        let wave = |t: usize| (2.0 * std::f64::consts::PI * t as f64 / 24.0).sin();
+        let weekend = |t: usize| if (t / 24) % 7 >= 5 { 0.5 } else { 1.0 };
+        let level = |t: usize| 10.0 * 2f64.powf(t as f64 / 672.0);
+        let jitter = |t: usize| 0.01 * ((t * 7919) % 13) as f64;
+        let n = 24 * 35;
+        let scaling: Vec<f64> = (0..n)
+            .map(|t| level(t) * weekend(t) * (1.0 + 0.5 * wave(t)) + jitter(t))
+            .collect();
+        assert!(swing_scales_with_level(&scaling, &seasons));
+        // the same level, a swing of fixed size (quieter at weekends): additive
+        let fixed: Vec<f64> = (0..n)
+            .map(|t| level(t) + 4.0 * weekend(t) * wave(t) + jitter(t))
+            .collect();
+        assert!(!swing_scales_with_level(&fixed, &seasons));
+        // a level that never moves says nothing either way
+        let flat: Vec<f64> = (0..n)
+            .map(|t| 10.0 * weekend(t) * (1.0 + 0.5 * wave(t)) + jitter(t))
+            .collect();
+        assert!(!swing_scales_with_level(&flat, &seasons));
+        assert!(LogDecomposed::build(&flat, &seasons).is_none());
     }
 
     #[test]
