@@ -23,6 +23,8 @@ pub mod logscale;
 pub mod optimize;
 pub mod pinned;
 pub mod resets;
+#[cfg(test)]
+mod resume_tests;
 mod select;
 pub mod spikes;
 pub mod threshold;
