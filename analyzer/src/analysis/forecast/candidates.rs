@@ -13,6 +13,7 @@ use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
 use super::logscale::LogDecomposed;
+use super::pinned::{trailing_run, MIN_RUN};
 
 /// Evaluations the optimiser may spend per ETS model.
 const MAX_EVALS: usize = 30;
@@ -196,9 +197,11 @@ impl Candidate for Ets {
         let segment = shorter(segment, y);
         // A trend is the current ramp's, not one spanning a reset, nor one that a break
         // has just kicked; without enough data since the break, no trend. Nor one whose
-        // seasonal states would have to start before the break (a job resumed after an
-        // idle stretch shorter ago than three seasons: a climb out of the idle level).
-        let across = segment.len() < y.len() && segment.len() < MIN_SEGMENT.max(3 * bins);
+        // seasonal states would have to start before a held stretch ended (a job resumed
+        // from idle less than three seasons ago: they would climb out of the idle level).
+        // Across a level shift the trend carries on, and so does the model.
+        let before = &y[..y.len() - segment.len()];
+        let across = segment.len() < MIN_SEGMENT.max(3 * bins) && trailing_run(before) >= MIN_RUN;
         if spec.trend != Trend::None && (across || !carries_trend(segment, h)) {
             return match spec.season {
                 None => Naive.forecast(y, h),
