@@ -1,0 +1,67 @@
+//! A series that sits exactly on its floor at some phases of its cycle (no traffic at
+//! night, a GPU idle at 0 every night): where most of the recent cycles sat on the
+//! floor at a phase, the value there is more likely the floor than anything else, and
+//! the median forecast is the floor itself. Models that average (smoothing, a mean of
+//! candidates) put a small positive value there instead, which misses every such step.
+
+use super::candidates::MEDIAN_CYCLES;
+
+/// Values this close to the floor (the series is scaled to ±1) are on it.
+const ON_FLOOR: f64 = 1e-12;
+
+/// Sets the forecast `point` (steps 1.. after `y`) to `floor` at the steps whose phase
+/// of `period` sat on `floor` in most of the last [`MEDIAN_CYCLES`] cycles (at least
+/// three cycles needed).
+pub fn snap_to_floor(y: &[f64], period: f64, floor: f64, point: &mut [f64]) {
+    if !floor.is_finite() || period < 2.0 {
+        return;
+    }
+    let n = y.len() as f64;
+    for (j, p) in point.iter_mut().enumerate() {
+        let j = j as f64 + 1.0;
+        let base = n + j - 1.0 - (j / period).ceil() * period;
+        let same: Vec<f64> = (0..MEDIAN_CYCLES)
+            .map(|c| (base - c as f64 * period).round())
+            .take_while(|t| *t >= 0.0)
+            .map(|t| y[t as usize])
+            .collect();
+        let on = same
+            .iter()
+            .filter(|v| (*v - floor).abs() <= ON_FLOOR)
+            .count();
+        if same.len() >= 3 && 2 * on > same.len() {
+            *p = floor;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_mostly_on_the_floor_are_forecast_on_it() {
+        // a 10-step cycle: 0 at phases 0-3 (phase 2 busy in one of the last five
+        // cycles, phase 3 in three of them), busy elsewhere
+        let y: Vec<f64> = (0..60)
+            .map(|t| {
+                let (phase, cycle) = (t % 10, t / 10);
+                match phase {
+                    0 | 1 => 0.0,
+                    2 if cycle % 3 == 0 => 0.4,
+                    3 if cycle % 2 == 1 => 0.4,
+                    2 | 3 => 0.0,
+                    _ => 0.5,
+                }
+            })
+            .collect();
+        let mut point = vec![0.1; 10];
+        snap_to_floor(&y, 10.0, 0.0, &mut point);
+        assert_eq!(&point[..4], &[0.0, 0.0, 0.0, 0.1]);
+        assert!(point[4..].iter().all(|v| *v == 0.1));
+        // no floor, no change
+        let mut unbounded = vec![0.1; 10];
+        snap_to_floor(&y, 10.0, f64::NEG_INFINITY, &mut unbounded);
+        assert!(unbounded.iter().all(|v| *v == 0.1));
+    }
+}
