@@ -11,7 +11,8 @@ const ON_FLOOR: f64 = 1e-12;
 
 /// Sets the forecast `point` (steps 1.. after `y`) to `floor` at the steps whose phase
 /// of `period` sat on `floor` in most of the last [`MEDIAN_CYCLES`] cycles (at least
-/// three cycles needed).
+/// three cycles needed), the latest among them: a job that resumed after idle cycles
+/// is busy at that phase now.
 pub fn snap_to_floor(y: &[f64], period: f64, floor: f64, point: &mut [f64]) {
     if !floor.is_finite() || period < 2.0 {
         return;
@@ -29,7 +30,8 @@ pub fn snap_to_floor(y: &[f64], period: f64, floor: f64, point: &mut [f64]) {
             .iter()
             .filter(|v| (*v - floor).abs() <= ON_FLOOR)
             .count();
-        if same.len() >= 3 && 2 * on > same.len() {
+        let latest = same.first().is_some_and(|v| (v - floor).abs() <= ON_FLOOR);
+        if latest && same.len() >= 3 && 2 * on > same.len() {
             *p = floor;
         }
     }
@@ -59,6 +61,13 @@ mod tests {
         snap_to_floor(&y, 10.0, 0.0, &mut point);
         assert_eq!(&point[..4], &[0.0, 0.0, 0.0, 0.1]);
         assert!(point[4..].iter().all(|v| *v == 0.1));
+        // idle for three cycles, busy again in the latest: nothing on the floor
+        let resumed: Vec<f64> = (0..60)
+            .map(|t| if (20..50).contains(&t) { 0.0 } else { 0.5 })
+            .collect();
+        let mut busy = vec![0.5; 10];
+        snap_to_floor(&resumed, 10.0, 0.0, &mut busy);
+        assert!(busy.iter().all(|v| *v == 0.5), "{busy:?}");
         // no floor, no change
         let mut unbounded = vec![0.1; 10];
         snap_to_floor(&y, 10.0, f64::NEG_INFINITY, &mut unbounded);
