@@ -360,7 +360,11 @@ pub fn build(
             }));
         }
         // the same in logs, for a positive series whose profile scales with its level
-        out.extend(LogDecomposed::build(train, seasons).map(|c| Box::new(c) as Box<dyn Candidate>));
+        if let Some(log) = LogDecomposed::build(train, seasons) {
+            let theta = log.with_theta();
+            out.push(Box::new(log));
+            out.push(Box::new(theta));
+        }
     }
     out
 }

@@ -11,6 +11,7 @@ use super::breaks::since_last_break;
 use super::candidates::{Candidate, Path};
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
+use super::linear::least_squares_line;
 
 /// Evaluations for simple smoothing of the adjusted logarithms (one parameter).
 const LEVEL_EVALS: usize = 20;
@@ -111,10 +112,12 @@ impl LogCache {
 pub struct LogDecomposed {
     /// The seasons, dominant first.
     pub seasons: Vec<Season>,
-    /// Decompositions by prefix.
-    pub cache: LogCache,
+    /// Decompositions by prefix, shared with the Theta variant.
+    pub cache: Arc<LogCache>,
     /// ETS(A,N,N) fitted to the adjusted logarithms of the training data.
     pub fit: EtsFit,
+    /// Theta: simple smoothing plus half the line's slope (a growth rate in logs).
+    pub theta: bool,
 }
 
 impl LogDecomposed {
@@ -125,7 +128,7 @@ impl LogDecomposed {
         if seasons.is_empty() || !is_positive(train) || !swing_scales_with_level(train, seasons) {
             return None;
         }
-        let cache = LogCache::default();
+        let cache = Arc::new(LogCache::default());
         let adjusted = cache.get(train, seasons).1.clone();
         let spec = EtsSpec {
             trend: Trend::None,
@@ -136,7 +139,18 @@ impl LogDecomposed {
             seasons: seasons.to_vec(),
             cache,
             fit,
+            theta: false,
         })
+    }
+
+    /// The same decomposition and fit with Theta's drift (sharing the decompositions).
+    pub fn with_theta(&self) -> LogDecomposed {
+        LogDecomposed {
+            seasons: self.seasons.clone(),
+            cache: self.cache.clone(),
+            fit: self.fit.clone(),
+            theta: true,
+        }
     }
 }
 
@@ -147,7 +161,8 @@ impl Candidate for LogDecomposed {
             .iter()
             .map(|s| format!("{}", s.period()))
             .collect();
-        format!("mstl-log({})+ets(A,N,N)", periods.join(","))
+        let rest = if self.theta { "theta" } else { "ets(A,N,N)" };
+        format!("mstl-log({})+{rest}", periods.join(","))
     }
     fn period(&self) -> Option<f64> {
         self.seasons.first().map(|s| s.period())
@@ -161,7 +176,15 @@ impl Candidate for LogDecomposed {
         let (seasonals, adjusted) = (&split.0, &split.1);
         let keep = ets::OPTIMISE_POINTS.min(adjusted.len());
         let fit = self.fit.rerun(&adjusted[adjusted.len() - keep..]);
-        let (level, var) = fit.forecast(h);
+        let (mut level, var) = fit.forecast(h);
+        if self.theta {
+            let (_, slope) = least_squares_line(adjusted);
+            let a = fit.alpha();
+            let fade = (1.0 - a).powi(adjusted.len().min(i32::MAX as usize) as i32) / a;
+            for (j, l) in level.iter_mut().enumerate() {
+                *l += 0.5 * slope * (j as f64 + 1.0 / a - fade);
+            }
+        }
         // exp of the log forecast is its median; the variance by the delta method
         let (point, var) = level
             .iter()
@@ -218,6 +241,23 @@ mod tests {
             .expect("the additive decomposition");
         let worst_additive = worst_relative_error(additive.as_ref(), &y, 48);
         assert!(worst_additive > 0.1, "additive {worst_additive}");
+    }
+
+    #[test]
+    fn theta_follows_a_steady_growth_rate() {
+        // the level doubles every four weeks: simple smoothing lags it by the growth
+        // of about a day; half the fitted slope, in logs, carries it on
+        let n = 672;
+        let y: Vec<f64> = (0..n).map(multiplicative).collect();
+        let day = [Season::new(24.0).unwrap()];
+        let level = LogDecomposed::build(&y[..n - 48], &day).expect("positive, scaling");
+        let theta = level.with_theta();
+        assert_eq!(theta.name(), "mstl-log(24)+theta");
+        let (lagging, carried) = (
+            worst_relative_error(&level, &y, 48),
+            worst_relative_error(&theta, &y, 48),
+        );
+        assert!(carried < 0.6 * lagging, "theta {carried}, level {lagging}");
     }
 
     #[test]
