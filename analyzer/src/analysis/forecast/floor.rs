@@ -11,10 +11,10 @@ const ON_FLOOR: f64 = 1e-12;
 
 /// Sets the forecast `point` (steps 1.. after `y`) to `floor` at the steps whose phase
 /// of `period` sat on `floor` in most of the last [`MEDIAN_CYCLES`] cycles (at least
-/// three cycles needed), the latest among them: a job that resumed after idle cycles
-/// is busy at that phase now.
+/// three cycles needed), the latest among them (a job that resumed after idle cycles
+/// is busy at that phase now), unless the floor held for a whole cycle in that time.
 pub fn snap_to_floor(y: &[f64], period: f64, floor: f64, point: &mut [f64]) {
-    if !floor.is_finite() || period < 2.0 {
+    if !floor.is_finite() || period < 2.0 || idle_within(y, period, floor) {
         return;
     }
     let n = y.len() as f64;
@@ -35,6 +35,23 @@ pub fn snap_to_floor(y: &[f64], period: f64, floor: f64, point: &mut [f64]) {
             *p = floor;
         }
     }
+}
+
+/// Whether `y` sat on `floor` for a whole `period` or longer within its last
+/// [`MEDIAN_CYCLES`] cycles: that is a job idle, not a phase of the cycle at the floor,
+/// and the job may have resumed (its phases not yet seen since then were idle last).
+fn idle_within(y: &[f64], period: f64, floor: f64) -> bool {
+    let look = ((MEDIAN_CYCLES as f64 * period).ceil() as usize).min(y.len());
+    let (mut run, mut longest) = (0usize, 0usize);
+    for v in &y[y.len() - look..] {
+        run = if (v - floor).abs() <= ON_FLOOR {
+            run + 1
+        } else {
+            0
+        };
+        longest = longest.max(run);
+    }
+    longest as f64 >= period
 }
 
 #[cfg(test)]
@@ -67,6 +84,13 @@ mod tests {
             .collect();
         let mut busy = vec![0.5; 10];
         snap_to_floor(&resumed, 10.0, 0.0, &mut busy);
+        assert!(busy.iter().all(|v| *v == 0.5), "{busy:?}");
+        // idle for three cycles, resumed two steps ago: the phases not seen since
+        // were idle last, but the idle run was longer than a cycle
+        let mut just_resumed: Vec<f64> = (0..60).map(|t| if t >= 20 { 0.0 } else { 0.5 }).collect();
+        just_resumed.extend([0.5, 0.5]);
+        let mut busy = vec![0.5; 10];
+        snap_to_floor(&just_resumed, 10.0, 0.0, &mut busy);
         assert!(busy.iter().all(|v| *v == 0.5), "{busy:?}");
         // no floor, no change
         let mut unbounded = vec![0.1; 10];
