@@ -265,7 +265,8 @@ fn random_day(r: &mut ChaCha8Rng) -> [f64; 24] {
     }
     let lo = day.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = day.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    day.iter_mut().for_each(|v| *v = (*v - lo) / (hi - lo).max(1e-9));
+    day.iter_mut()
+        .for_each(|v| *v = (*v - lo) / (hi - lo).max(1e-9));
     day
 }
 
@@ -326,7 +327,11 @@ fn hourly_multiplicative(r: &mut ChaCha8Rng) -> (f64, Vec<usize>, usize, usize, 
             let mut p = profiles[dow][t % 24];
             if let Some((_, f)) = anomalies.iter().find(|(d, _)| *d == day) {
                 // a holiday looks like a weekend day; an event scales the day
-                p = if *f < 0.9 { profiles[5][t % 24] * f / 0.9 } else { p * f };
+                p = if *f < 0.9 {
+                    profiles[5][t % 24] * f / 0.9
+                } else {
+                    p * f
+                };
             }
             base * (slope * t as f64 + wander + shifted + noise[t]).exp() * p
         })
