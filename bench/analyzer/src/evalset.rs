@@ -1,7 +1,8 @@
-//! The forecast evaluation set: real-looking series of seven classes, each with its
+//! The forecast evaluation set: real-looking series of eight classes, each with its
 //! held-out future. Step sizes 15 s, 1 min, 5 min and 1 h; daily and weekly cycles,
-//! trends, level shifts, long flat stretches at 0 or 100%, gaps, and GPU shapes
-//! (training with dips, bursty inference, memory ramps). Deterministic per seed.
+//! trends, level shifts, long flat stretches at 0 or 100%, gaps, GPU shapes
+//! (training with dips, bursty inference, memory ramps), and hourly series whose
+//! daily profile scales with their level. Deterministic per seed.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -23,7 +24,7 @@ pub struct Case {
 }
 
 /// The classes, in table order.
-pub const CLASSES: [&str; 7] = [
+pub const CLASSES: [&str; 8] = [
     "hourly day+week",
     "hourly trend+shift+gaps",
     "1 min day",
@@ -31,6 +32,7 @@ pub const CLASSES: [&str; 7] = [
     "1 min memory ramps",
     "15 s training dips",
     "5 min GPU cluster",
+    "hourly multiplicative",
 ];
 
 fn normal(rng: &mut ChaCha8Rng) -> f64 {
@@ -188,6 +190,7 @@ pub fn case(class: usize, seed: u64) -> Case {
                 .collect();
             (15.0, vec![period], n, h, y)
         }
+        7 => hourly_multiplicative(r),
         _ => {
             let (n, h) = (288 * 14, 288);
             let amp = r.gen_range(0.0..8.0);
@@ -237,6 +240,103 @@ pub fn case(class: usize, seed: u64) -> Case {
         filled,
         future: future.to_vec(),
     }
+}
+
+/// A random smooth daily curve with 1–4 harmonics, sampled hourly and scaled to 0..1.
+fn random_day(r: &mut ChaCha8Rng) -> [f64; 24] {
+    let harmonics = r.gen_range(1..=4);
+    let decay = r.gen_range(0.5..1.5);
+    let terms: Vec<(f64, f64)> = (1..=harmonics)
+        .map(|k| {
+            let a = r.gen_range(0.3..1.0) / (k as f64).powf(decay);
+            (a, r.gen_range(0.0..1.0))
+        })
+        .collect();
+    let mut day = [0.0; 24];
+    for (hour, v) in day.iter_mut().enumerate() {
+        *v = terms
+            .iter()
+            .enumerate()
+            .map(|(k, (a, ph))| {
+                let x = 2.0 * std::f64::consts::PI * ((k + 1) as f64 * hour as f64 / 24.0 + ph);
+                a * x.sin()
+            })
+            .sum();
+    }
+    let lo = day.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = day.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    day.iter_mut()
+        .for_each(|v| *v = (*v - lo) / (hi - lo).max(1e-9));
+    day
+}
+
+/// Hourly series like real demand (load, traffic, requests): a random daily profile
+/// whose amplitude scales with a slowly varying level (multiplicative), a weekend
+/// profile of its own, weekdays that differ a little, level changes, anomalous days
+/// (holidays, events), multiplicative AR(1) noise from very low to moderate; 4–6 weeks
+/// starting on any weekday, horizon 48.
+fn hourly_multiplicative(r: &mut ChaCha8Rng) -> (f64, Vec<usize>, usize, usize, Vec<f64>) {
+    let (n, h) = (24 * r.gen_range(28..=42), 48);
+    let start_day = r.gen_range(0..7);
+    let base = 10f64.powf(r.gen_range(1.0..3.0));
+    // the night's floor relative to the peak: 0.1 (office) to 0.8 (always busy)
+    let floor = r.gen_range(0.1..0.8);
+    let weekday = random_day(r);
+    let own = random_day(r);
+    let mix = r.gen_range(0.0..1.0);
+    let weekend_level = r.gen_range(0.4..1.1);
+    let mut profiles = [[0.0; 24]; 7];
+    for (d, p) in profiles.iter_mut().enumerate() {
+        let scale = if d >= 5 {
+            weekend_level
+        } else {
+            (0.05 * normal(r)).exp()
+        };
+        for (hour, v) in p.iter_mut().enumerate() {
+            let shape = if d >= 5 {
+                mix * own[hour] + (1.0 - mix) * weekday[hour]
+            } else {
+                weekday[hour]
+            };
+            *v = scale * (floor + (1.0 - floor) * shape);
+        }
+    }
+    // the log level: a slow trend, a smooth wander, maybe a level change
+    let slope = r.gen_range(-0.3..0.3) / n as f64;
+    // a slow AR(1) wander of the log level, about 200 hours of memory
+    let wander_sd = r.gen_range(0.0..0.15) * (1.0 - 0.995f64 * 0.995).sqrt();
+    let shift = if r.gen::<f64>() < 0.3 {
+        (r.gen_range(n / 4..n - 12), r.gen_range(-0.4..0.4))
+    } else {
+        (usize::MAX, 0.0)
+    };
+    let days = (n + h) / 24;
+    let anomalies: Vec<(usize, f64)> = (0..r.gen_range(0..=3))
+        .map(|_| (r.gen_range(0..days), r.gen_range(0.3..1.5)))
+        .collect();
+    let sd = 10f64.powf(r.gen_range(-2.3..-0.8));
+    let phi = r.gen_range(0.0..0.8);
+    let noise = ar1(r, n + h, phi, sd);
+    let mut wander = 0.0;
+    let y = (0..n + h)
+        .map(|t| {
+            wander = 0.995 * wander + wander_sd * normal(r);
+            let day = t / 24;
+            let dow = (start_day + day) % 7;
+            let shifted = if t >= shift.0 { shift.1 } else { 0.0 };
+            let mut p = profiles[dow][t % 24];
+            if let Some((_, f)) = anomalies.iter().find(|(d, _)| *d == day) {
+                // a holiday looks like a weekend day; an event scales the day
+                p = if *f < 0.9 {
+                    profiles[5][t % 24] * f / 0.9
+                } else {
+                    p * f
+                };
+            }
+            base * (slope * t as f64 + wander + shifted + noise[t]).exp() * p
+        })
+        .collect();
+    (3600.0, vec![24, 168], n, h, y)
 }
 
 /// The history on the full grid of `n` steps, missing samples linearly interpolated.

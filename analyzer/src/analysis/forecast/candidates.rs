@@ -12,6 +12,8 @@ use super::breaks::{carries_trend, shorter, since_last_break, Regimes, MIN_SEGME
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
+use super::logscale::LogDecomposed;
+use super::pinned::{trailing_run, MIN_RUN};
 
 /// Evaluations the optimiser may spend per ETS model.
 const MAX_EVALS: usize = 30;
@@ -114,9 +116,10 @@ impl Candidate for RecentMedian {
 /// Cycles a seasonal median looks back over.
 pub const MEDIAN_CYCLES: usize = 5;
 
-/// At each phase, the median of the same phase over the last [`MEDIAN_CYCLES`] cycles:
-/// seasonal-naive without the noise of a single cycle.
-pub struct SeasonalMedian(pub Season);
+/// At each phase, the median of the same phase over the last [`MEDIAN_CYCLES`] cycles
+/// of the current regime (at least one): seasonal-naive without the noise of a single
+/// cycle, and without the cycles of an idle stretch a job has just resumed from.
+pub struct SeasonalMedian(pub Season, pub Arc<Regimes>);
 
 impl Candidate for SeasonalMedian {
     fn name(&self) -> String {
@@ -128,11 +131,12 @@ impl Candidate for SeasonalMedian {
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let n = y.len() as f64;
         let m = self.0.period();
+        let cycles = regime_cycles(self.1.current(y).len(), m);
         let mut errors = 0.0;
         let point: Vec<f64> = (1..=h)
             .map(|j| {
                 let base = n + j as f64 - 1.0 - (j as f64 / m).ceil() * m;
-                let same: Vec<f64> = (0..MEDIAN_CYCLES)
+                let same: Vec<f64> = (0..cycles)
                     .map(|c| (base - c as f64 * m).round())
                     .take_while(|t| *t >= 0.0)
                     .map(|t| y[t as usize])
@@ -149,6 +153,12 @@ impl Candidate for SeasonalMedian {
             point,
         }
     }
+}
+
+/// Cycles of `m` steps a seasonal median looks back over in a regime of `len` steps:
+/// the whole cycles in it, 1 to [`MEDIAN_CYCLES`].
+fn regime_cycles(len: usize, m: f64) -> usize {
+    ((len as f64 / m).floor() as usize).clamp(1, MEDIAN_CYCLES)
 }
 
 /// The least-squares line over the window since its last break.
@@ -186,8 +196,13 @@ impl Candidate for Ets {
         let y = recent(y, 3 * bins);
         let segment = shorter(segment, y);
         // A trend is the current ramp's, not one spanning a reset, nor one that a break
-        // has just kicked; without enough data since the break, no trend.
-        if spec.trend != Trend::None && !carries_trend(segment, h) {
+        // has just kicked; without enough data since the break, no trend. Nor one whose
+        // seasonal states would have to start before a held stretch ended (a job resumed
+        // from idle less than three seasons ago: they would climb out of the idle level).
+        // Across a level shift the trend carries on, and so does the model.
+        let before = &y[..y.len() - segment.len()];
+        let across = segment.len() < MIN_SEGMENT.max(3 * bins) && trailing_run(before) >= MIN_RUN;
+        if spec.trend != Trend::None && (across || !carries_trend(segment, h)) {
             return match spec.season {
                 None => Naive.forecast(y, h),
                 Some(season) => SeasonalNaive(season).forecast(y, h),
@@ -301,10 +316,10 @@ pub fn build(
     for s in seasons {
         out.push(Box::new(SeasonalNaive(*s)));
     }
-    for s in seasons {
-        out.push(Box::new(SeasonalMedian(*s)));
-    }
     let regimes = Arc::new(Regimes::default());
+    for s in seasons {
+        out.push(Box::new(SeasonalMedian(*s, regimes.clone())));
+    }
     out.push(Box::new(RecentMedian(recent, regimes.clone())));
     if train.len() < 10 {
         return out;
@@ -343,6 +358,12 @@ pub fn build(
                 fit: fit.clone(),
                 theta,
             }));
+        }
+        // the same in logs, for a positive series whose profile scales with its level
+        if let Some(log) = LogDecomposed::build(train, seasons) {
+            let theta = log.with_theta();
+            out.push(Box::new(log));
+            out.push(Box::new(theta));
         }
     }
     out

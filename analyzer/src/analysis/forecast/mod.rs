@@ -17,11 +17,15 @@ pub mod breaks;
 pub mod candidates;
 pub mod decompose;
 pub mod ets;
+pub mod floor;
 pub mod intervals;
 pub mod linear;
+pub mod logscale;
 pub mod optimize;
 pub mod pinned;
 pub mod resets;
+#[cfg(test)]
+mod resume_tests;
 mod select;
 pub mod spikes;
 pub mod threshold;

@@ -5,6 +5,7 @@
 use super::bounds::Bounds;
 use super::candidates::{self, Candidate, Path};
 use super::ets::{self, EtsSpec, Season, Trend};
+use super::floor;
 use super::intervals;
 use super::linear::LinearFit;
 use super::pinned;
@@ -82,9 +83,12 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
             p
         })
         .collect();
-    let path = validation::average(paths.iter().map(std::slice::from_ref))
+    let mut path = validation::average(paths.iter().map(std::slice::from_ref))
         .pop()
         .expect("one path");
+    if let Some(season) = dominant {
+        floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point);
+    }
     let model = match members.as_slice() {
         [one] => one.name(),
         many => {

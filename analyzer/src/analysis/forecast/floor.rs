@@ -1,0 +1,100 @@
+//! A series that sits exactly on its floor at some phases of its cycle (no traffic at
+//! night, a GPU idle at 0 every night): where most of the recent cycles sat on the
+//! floor at a phase, the value there is more likely the floor than anything else, and
+//! the median forecast is the floor itself. Models that average (smoothing, a mean of
+//! candidates) put a small positive value there instead, which misses every such step.
+
+use super::candidates::MEDIAN_CYCLES;
+
+/// Values this close to the floor (the series is scaled to ±1) are on it.
+const ON_FLOOR: f64 = 1e-12;
+
+/// Sets the forecast `point` (steps 1.. after `y`) to `floor` at the steps whose phase
+/// of `period` sat on `floor` in most of the last [`MEDIAN_CYCLES`] cycles (at least
+/// three cycles needed), the latest among them (a job that resumed after idle cycles
+/// is busy at that phase now), unless the floor held for a whole cycle in that time.
+pub fn snap_to_floor(y: &[f64], period: f64, floor: f64, point: &mut [f64]) {
+    if !floor.is_finite() || period < 2.0 || idle_within(y, period, floor) {
+        return;
+    }
+    let n = y.len() as f64;
+    for (j, p) in point.iter_mut().enumerate() {
+        let j = j as f64 + 1.0;
+        let base = n + j - 1.0 - (j / period).ceil() * period;
+        let same: Vec<f64> = (0..MEDIAN_CYCLES)
+            .map(|c| (base - c as f64 * period).round())
+            .take_while(|t| *t >= 0.0)
+            .map(|t| y[t as usize])
+            .collect();
+        let on = same
+            .iter()
+            .filter(|v| (*v - floor).abs() <= ON_FLOOR)
+            .count();
+        let latest = same.first().is_some_and(|v| (v - floor).abs() <= ON_FLOOR);
+        if latest && same.len() >= 3 && 2 * on > same.len() {
+            *p = floor;
+        }
+    }
+}
+
+/// Whether `y` sat on `floor` for a whole `period` or longer within its last
+/// [`MEDIAN_CYCLES`] cycles: that is a job idle, not a phase of the cycle at the floor,
+/// and the job may have resumed (its phases not yet seen since then were idle last).
+fn idle_within(y: &[f64], period: f64, floor: f64) -> bool {
+    let look = ((MEDIAN_CYCLES as f64 * period).ceil() as usize).min(y.len());
+    let (mut run, mut longest) = (0usize, 0usize);
+    for v in &y[y.len() - look..] {
+        run = if (v - floor).abs() <= ON_FLOOR {
+            run + 1
+        } else {
+            0
+        };
+        longest = longest.max(run);
+    }
+    longest as f64 >= period
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phases_mostly_on_the_floor_are_forecast_on_it() {
+        // a 10-step cycle: 0 at phases 0-3 (phase 2 busy in one of the last five
+        // cycles, phase 3 in three of them), busy elsewhere
+        let y: Vec<f64> = (0..60)
+            .map(|t| {
+                let (phase, cycle) = (t % 10, t / 10);
+                match phase {
+                    0 | 1 => 0.0,
+                    2 if cycle % 3 == 0 => 0.4,
+                    3 if cycle % 2 == 1 => 0.4,
+                    2 | 3 => 0.0,
+                    _ => 0.5,
+                }
+            })
+            .collect();
+        let mut point = vec![0.1; 10];
+        snap_to_floor(&y, 10.0, 0.0, &mut point);
+        assert_eq!(&point[..4], &[0.0, 0.0, 0.0, 0.1]);
+        assert!(point[4..].iter().all(|v| *v == 0.1));
+        // idle for three cycles, busy again in the latest: nothing on the floor
+        let resumed: Vec<f64> = (0..60)
+            .map(|t| if (20..50).contains(&t) { 0.0 } else { 0.5 })
+            .collect();
+        let mut busy = vec![0.5; 10];
+        snap_to_floor(&resumed, 10.0, 0.0, &mut busy);
+        assert!(busy.iter().all(|v| *v == 0.5), "{busy:?}");
+        // idle for three cycles, resumed two steps ago: the phases not seen since
+        // were idle last, but the idle run was longer than a cycle
+        let mut just_resumed: Vec<f64> = (0..60).map(|t| if t >= 20 { 0.0 } else { 0.5 }).collect();
+        just_resumed.extend([0.5, 0.5]);
+        let mut busy = vec![0.5; 10];
+        snap_to_floor(&just_resumed, 10.0, 0.0, &mut busy);
+        assert!(busy.iter().all(|v| *v == 0.5), "{busy:?}");
+        // no floor, no change
+        let mut unbounded = vec![0.1; 10];
+        snap_to_floor(&y, 10.0, f64::NEG_INFINITY, &mut unbounded);
+        assert!(unbounded.iter().all(|v| *v == 0.1));
+    }
+}

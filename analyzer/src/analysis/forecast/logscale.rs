@@ -1,0 +1,298 @@
+//! The seasonal decomposition on the logarithm of a positive series: a daily profile
+//! whose amplitude grows and shrinks with the level (demand, traffic, requests: busy
+//! days swing more than quiet ones) is a fixed profile in logs. The additive
+//! decomposition averages the swings of high and low weeks into one profile, too wide
+//! for a quiet week and too narrow for a busy one; in logs the profile is a ratio and
+//! scales with the level it is forecast at.
+
+use std::sync::{Arc, Mutex};
+
+use super::breaks::since_last_break;
+use super::candidates::{Candidate, Path};
+use super::decompose::Seasonals;
+use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
+use super::linear::least_squares_line;
+
+/// Evaluations for simple smoothing of the adjusted logarithms (one parameter).
+const LEVEL_EVALS: usize = 20;
+
+/// The smallest value over the largest for which logarithms are taken: below it a few
+/// values near zero (an idle night) would dominate the profile in logs.
+pub const MIN_RATIO: f64 = 0.01;
+
+/// Whether `y` is positive enough to be modelled in logs: every value above zero and
+/// at least [`MIN_RATIO`] of the largest.
+pub fn is_positive(y: &[f64]) -> bool {
+    let (min, max) = y
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        });
+    min > 0.0 && min >= MIN_RATIO * max
+}
+
+/// The swing must follow the level this much better than it stays put: the squared
+/// log-ratios of swings, less the level's, at most this share of their own.
+pub const FOLLOWS: f64 = 0.8;
+
+/// Whether the seasonal swing of `y` scales with its level: cycle by cycle of the
+/// shortest season, each against the same cycle a longer season earlier (a Monday
+/// against the Monday before, so that quiet weekends do not count as level changes),
+/// the log-ratio of the swings (mean absolute deviation within the cycle) follows the
+/// log-ratio of the levels (the cycle's mean) better than it stays at zero. Where the
+/// level never moved, both read as noise and the answer is no: additive and
+/// multiplicative profiles then forecast alike, and one candidate fewer competes.
+pub fn swing_scales_with_level(y: &[f64], seasons: &[Season]) -> bool {
+    let Some(m) = seasons.iter().map(|s| s.bins()).min().filter(|m| *m >= 2) else {
+        return false;
+    };
+    let lag = seasons
+        .iter()
+        .map(|s| s.period() / m as f64)
+        .filter(|k| (k - k.round()).abs() < 0.05)
+        .map(|k| k.round() as usize)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let cycles = y.len() / m;
+    let start = y.len() - cycles * m;
+    let stats: Vec<(f64, f64)> = y[start..]
+        .chunks_exact(m)
+        .map(|c| {
+            let level = c.iter().sum::<f64>() / m as f64;
+            let swing = c.iter().map(|v| (v - level).abs()).sum::<f64>() / m as f64;
+            (level, swing)
+        })
+        .collect();
+    let (mut moved, mut stayed, mut pairs) = (0.0, 0.0, 0usize);
+    for i in lag..stats.len() {
+        let ((l1, s1), (l0, s0)) = (stats[i], stats[i - lag]);
+        if l1 > 0.0 && l0 > 0.0 && s1 > 0.0 && s0 > 0.0 {
+            let (level, swing) = ((l1 / l0).ln(), (s1 / s0).ln());
+            moved += (swing - level).powi(2);
+            stayed += swing * swing;
+            pairs += 1;
+        }
+    }
+    pairs >= 4 && moved < FOLLOWS * stayed
+}
+
+/// The logarithms of the current regime of `y` (where it holds three of the longest
+/// cycles), decomposed, and those logarithms adjusted by the decomposition.
+type Split = (Seasonals, Vec<f64>);
+
+/// Log decompositions by prefix length, so that each origin is decomposed once.
+#[derive(Default)]
+pub struct LogCache(Mutex<Vec<(usize, Arc<Split>)>>);
+
+impl LogCache {
+    fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
+        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, d)) = cache.iter().find(|(n, _)| *n == y.len()) {
+            return d.clone();
+        }
+        let longest = seasons.iter().map(|s| s.bins()).max().unwrap_or(0);
+        let segment = since_last_break(y);
+        let part = if segment.len() >= 3 * longest {
+            segment
+        } else {
+            y
+        };
+        let logs: Vec<f64> = part.iter().map(|v| v.ln()).collect();
+        let seasonals = Seasonals::of(&logs, seasons);
+        let adjusted = seasonals.adjust(&logs);
+        let d = Arc::new((seasonals, adjusted));
+        cache.push((y.len(), d.clone()));
+        d
+    }
+}
+
+/// Every season removed from the logarithms, simple smoothing of the rest, the
+/// forecast exponentiated: a multiplicative MSTL.
+pub struct LogDecomposed {
+    /// The seasons, dominant first.
+    pub seasons: Vec<Season>,
+    /// Decompositions by prefix, shared with the Theta variant.
+    pub cache: Arc<LogCache>,
+    /// ETS(A,N,N) fitted to the adjusted logarithms of the training data.
+    pub fit: EtsFit,
+    /// Theta: simple smoothing plus half the line's slope (a growth rate in logs).
+    pub theta: bool,
+}
+
+impl LogDecomposed {
+    /// The candidate for `train` with `seasons` (each fits twice), or `None` when
+    /// `train` is not positive ([`is_positive`]), there is no season, or its swing
+    /// does not scale with its level ([`swing_scales_with_level`]).
+    pub fn build(train: &[f64], seasons: &[Season]) -> Option<LogDecomposed> {
+        if seasons.is_empty() || !is_positive(train) || !swing_scales_with_level(train, seasons) {
+            return None;
+        }
+        let cache = Arc::new(LogCache::default());
+        let adjusted = cache.get(train, seasons).1.clone();
+        let spec = EtsSpec {
+            trend: Trend::None,
+            season: None,
+        };
+        let fit = ets::fit(&adjusted, spec, LEVEL_EVALS);
+        Some(LogDecomposed {
+            seasons: seasons.to_vec(),
+            cache,
+            fit,
+            theta: false,
+        })
+    }
+
+    /// The same decomposition and fit with Theta's drift (sharing the decompositions).
+    pub fn with_theta(&self) -> LogDecomposed {
+        LogDecomposed {
+            seasons: self.seasons.clone(),
+            cache: self.cache.clone(),
+            fit: self.fit.clone(),
+            theta: true,
+        }
+    }
+}
+
+impl Candidate for LogDecomposed {
+    fn name(&self) -> String {
+        let periods: Vec<String> = self
+            .seasons
+            .iter()
+            .map(|s| format!("{}", s.period()))
+            .collect();
+        let rest = if self.theta { "theta" } else { "ets(A,N,N)" };
+        format!("mstl-log({})+{rest}", periods.join(","))
+    }
+    fn period(&self) -> Option<f64> {
+        self.seasons.first().map(|s| s.period())
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        if !is_positive(y) {
+            // a value at or near zero since training: the additive models cover it
+            return super::candidates::SeasonalNaive(self.seasons[0]).forecast(y, h);
+        }
+        let split = self.cache.get(y, &self.seasons);
+        let (seasonals, adjusted) = (&split.0, &split.1);
+        let keep = ets::OPTIMISE_POINTS.min(adjusted.len());
+        let fit = self.fit.rerun(&adjusted[adjusted.len() - keep..]);
+        let (mut level, var) = fit.forecast(h);
+        if self.theta {
+            let (_, slope) = least_squares_line(adjusted);
+            let a = fit.alpha();
+            let fade = (1.0 - a).powi(adjusted.len().min(i32::MAX as usize) as i32) / a;
+            for (j, l) in level.iter_mut().enumerate() {
+                *l += 0.5 * slope * (j as f64 + 1.0 / a - fade);
+            }
+        }
+        // exp of the log forecast is its median; the variance by the delta method
+        let (point, var) = level
+            .iter()
+            .zip(seasonals.extend(h))
+            .zip(&var)
+            .map(|((l, s), v)| {
+                let p = (l + s).exp();
+                (p, p * p * v)
+            })
+            .unzip();
+        Path { point, var }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An hourly daily profile whose swing is proportional to a level that doubles
+    /// over four weeks.
+    fn multiplicative(t: usize) -> f64 {
+        let level = 10.0 * 2f64.powf(t as f64 / 672.0);
+        let day = 1.0 + 0.8 * (2.0 * std::f64::consts::PI * t as f64 / 24.0).sin();
+        level * day
+    }
+
+    fn worst_relative_error(c: &dyn Candidate, y: &[f64], h: usize) -> f64 {
+        let p = c.forecast(y, h);
+        p.point
+            .iter()
+            .enumerate()
+            .map(|(j, f)| {
+                let t = multiplicative(y.len() + j);
+                ((f - t) / t).abs()
+            })
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn a_profile_that_scales_with_the_level_is_forecast_at_the_new_level() {
+        let n = 672;
+        let y: Vec<f64> = (0..n).map(multiplicative).collect();
+        let day = [Season::new(24.0).unwrap()];
+        let train = &y[..n - 48];
+        let c = LogDecomposed::build(train, &day).expect("positive, scaling");
+        let worst = worst_relative_error(&c, &y, 48);
+        assert!(worst < 0.06, "worst relative error {worst}");
+        // the additive decomposition averages the month's swings (0.8 x the mean
+        // level, about 14.4) where the last day swings 0.8 x 20
+        let all = super::super::candidates::build(train, &day, Some(day[0]), 48);
+        let additive = all
+            .iter()
+            .find(|c| c.name() == "mstl(24)+ets(A,N,N)")
+            .expect("the additive decomposition");
+        let worst_additive = worst_relative_error(additive.as_ref(), &y, 48);
+        assert!(worst_additive > 0.1, "additive {worst_additive}");
+    }
+
+    #[test]
+    fn theta_follows_a_steady_growth_rate() {
+        // the level doubles every four weeks: simple smoothing lags it by the growth
+        // of about a day; half the fitted slope, in logs, carries it on
+        let n = 672;
+        let y: Vec<f64> = (0..n).map(multiplicative).collect();
+        let day = [Season::new(24.0).unwrap()];
+        let level = LogDecomposed::build(&y[..n - 48], &day).expect("positive, scaling");
+        let theta = level.with_theta();
+        assert_eq!(theta.name(), "mstl-log(24)+theta");
+        let (lagging, carried) = (
+            worst_relative_error(&level, &y, 48),
+            worst_relative_error(&theta, &y, 48),
+        );
+        assert!(carried < 0.6 * lagging, "theta {carried}, level {lagging}");
+    }
+
+    #[test]
+    fn only_a_swing_that_follows_the_level_is_multiplicative() {
+        let seasons = [Season::new(24.0).unwrap(), Season::new(168.0).unwrap()];
+        let wave = |t: usize| (2.0 * std::f64::consts::PI * t as f64 / 24.0).sin();
+        let weekend = |t: usize| if (t / 24) % 7 >= 5 { 0.5 } else { 1.0 };
+        let level = |t: usize| 10.0 * 2f64.powf(t as f64 / 672.0);
+        let jitter = |t: usize| 0.01 * ((t * 7919) % 13) as f64;
+        let n = 24 * 35;
+        let scaling: Vec<f64> = (0..n)
+            .map(|t| level(t) * weekend(t) * (1.0 + 0.5 * wave(t)) + jitter(t))
+            .collect();
+        assert!(swing_scales_with_level(&scaling, &seasons));
+        // the same level, a swing of fixed size (quieter at weekends): additive
+        let fixed: Vec<f64> = (0..n)
+            .map(|t| level(t) + 4.0 * weekend(t) * wave(t) + jitter(t))
+            .collect();
+        assert!(!swing_scales_with_level(&fixed, &seasons));
+        // a level that never moves says nothing either way
+        let flat: Vec<f64> = (0..n)
+            .map(|t| 10.0 * weekend(t) * (1.0 + 0.5 * wave(t)) + jitter(t))
+            .collect();
+        assert!(!swing_scales_with_level(&flat, &seasons));
+        assert!(LogDecomposed::build(&flat, &seasons).is_none());
+    }
+
+    #[test]
+    fn series_near_zero_are_not_taken_in_logs() {
+        let mut y: Vec<f64> = (0..400).map(multiplicative).collect();
+        assert!(is_positive(&y));
+        y[100] = 0.0;
+        assert!(!is_positive(&y));
+        let day = [Season::new(24.0).unwrap()];
+        assert!(LogDecomposed::build(&y, &day).is_none());
+        assert!(LogDecomposed::build(&y[200..], &[]).is_none());
+    }
+}

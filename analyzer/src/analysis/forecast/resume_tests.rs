@@ -1,0 +1,66 @@
+//! A training job resumed after an idle stretch, a few cycles ago: the forecast is its
+//! iterations again, not the idle cycles (seasonal median) nor the climb out of idle
+//! (a seasonal trend whose states start before the break).
+
+use std::sync::Arc;
+
+use super::breaks::Regimes;
+use super::candidates::{Candidate, SeasonalMedian};
+use super::ets::Season;
+
+/// A 65-step iteration (15 s steps) with a 3-step dip, and a little deterministic noise.
+fn busy(t: usize) -> f64 {
+    let base = if t % 65 < 3 { 11.0 } else { 92.0 };
+    base + 0.5 * ((t * 7919) % 5) as f64 - 1.0
+}
+
+/// `n` steps, idle (exactly 0) from `idle.0` to `idle.1`.
+fn resumed(n: usize, idle: (usize, usize)) -> Vec<f64> {
+    (0..n)
+        .map(|t| {
+            if (idle.0..idle.1).contains(&t) {
+                0.0
+            } else {
+                busy(t)
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_seasonal_median_forgets_the_idle_cycles_before_a_resume() {
+    // idle for four cycles, resumed two cycles ago: three of the last five cycles
+    // are idle, and their median at every phase is 0
+    let y = resumed(65 * 12, (65 * 6, 65 * 10));
+    let season = Season::new(65.0).unwrap();
+    let p = SeasonalMedian(season, Arc::new(Regimes::default())).forecast(&y, 65);
+    for (j, v) in p.point.iter().enumerate() {
+        let truth = busy(y.len() + j);
+        assert!((v - truth).abs() < 2.0, "step {j}: {v} against {truth}");
+    }
+}
+
+#[test]
+fn a_seasonal_trend_is_not_run_from_before_a_recent_resume() {
+    // the failure seen on the evaluation set: idle for 466 steps, resumed 133 steps
+    // (two cycles) ago; the trend models' states, run from before the resume,
+    // extrapolated the climb out of idle
+    let n = 5760;
+    let y = resumed(n, (n - 133 - 466, n - 133));
+    let season = Season::new(65.0).unwrap();
+    let train = &y[n - 2048..n - 1200];
+    for c in super::candidates::build(train, &[season], Some(season), 240) {
+        if !c.name().starts_with("ets(A,A") {
+            continue;
+        }
+        let p = c.forecast(&y[n - 2048..], 240);
+        let mae = p
+            .point
+            .iter()
+            .enumerate()
+            .map(|(j, v)| (v - busy(n + j)).abs())
+            .sum::<f64>()
+            / 240.0;
+        assert!(mae < 5.0, "{}: mae {mae}", c.name());
+    }
+}
