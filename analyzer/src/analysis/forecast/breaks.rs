@@ -76,9 +76,24 @@ fn regime_start(y: &[f64]) -> usize {
     let limit = BREAK_STEPS * super::spikes::large_step(&mut sizes);
     let jump = (1..y.len())
         .rev()
-        .find(|&t| (y[t] - y[t - 1]).abs() > limit)
+        .find(|&t| (y[t] - y[t - 1]).abs() > limit && lasts(y, t, limit))
         .unwrap_or(0);
     jump.max(last_held_boundary(y).unwrap_or(0))
+}
+
+/// Points on each side of a jump whose medians tell a lasting change from a burst.
+pub const LEVEL_WINDOW: usize = 20;
+
+/// Whether the jump at `t` changes the level for good: the median of the
+/// [`LEVEL_WINDOW`] points after it (as many as there are) stands more than half of
+/// `limit` from the median of those before it. A burst that comes back (a checkpoint's
+/// copy, a sweep's spike) leaves the level where it was and starts no regime.
+fn lasts(y: &[f64], t: usize, limit: f64) -> bool {
+    let median =
+        |v: &[f64]| crate::analysis::periodicity::prepare::median_in_place(&mut v.to_vec());
+    let before = median(&y[t.saturating_sub(LEVEL_WINDOW)..t]);
+    let after = median(&y[t..(t + LEVEL_WINDOW).min(y.len())]);
+    (after - before).abs() > 0.5 * limit
 }
 
 /// Share of the data a run of equal values must last to be a regime of its own rather
@@ -144,5 +159,29 @@ mod tests {
         assert_eq!(since_last_break(&resumed[..400]).len(), 400);
         let noisy: Vec<f64> = (0..300).map(|i| ((i * 7919) % 13) as f64).collect();
         assert_eq!(since_last_break(&noisy).len(), 300);
+    }
+
+    #[test]
+    fn a_burst_that_comes_back_starts_no_regime_and_a_lasting_step_does() {
+        // a checkpoint's copy every 400 steps: 5 steps 200 times the usual traffic,
+        // rarer than the 1% of steps that set the scale of a large step
+        let traffic = |i: usize| {
+            let base = 6.0 + ((i * 7919) % 5) as f64 * 0.1;
+            if i % 400 >= 395 {
+                1200.0
+            } else {
+                base
+            }
+        };
+        let bursts: Vec<f64> = (0..900).map(traffic).collect();
+        assert_eq!(
+            since_last_break(&bursts).len(),
+            900,
+            "the level never moved"
+        );
+        // the same traffic moved up for good 40 steps ago
+        let mut shifted: Vec<f64> = (0..860).map(traffic).collect();
+        shifted.extend((860..900).map(|i| traffic(i) + 500.0));
+        assert_eq!(since_last_break(&shifted).len(), 40);
     }
 }
