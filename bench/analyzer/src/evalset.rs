@@ -1,10 +1,13 @@
-//! The forecast evaluation set: real-looking series of seven classes, each with its
+//! The forecast evaluation set: real-looking series of eight classes, each with its
 //! held-out future. Step sizes 15 s, 1 min, 5 min and 1 h; daily and weekly cycles,
 //! trends, level shifts, long flat stretches at 0 or 100%, gaps, and GPU shapes
-//! (training with dips, bursty inference, memory ramps). Deterministic per seed.
+//! (training with dips, bursty inference, memory ramps), and a GPU cluster simulated
+//! job by job ([`crate::clustersim`]). Deterministic per seed.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+use crate::clustersim::{simulate, Cluster, Metric};
 
 /// One series: its history (sample times and values, gaps left out) and its future.
 pub struct Case {
@@ -23,7 +26,7 @@ pub struct Case {
 }
 
 /// The classes, in table order.
-pub const CLASSES: [&str; 7] = [
+pub const CLASSES: [&str; 8] = [
     "hourly day+week",
     "hourly trend+shift+gaps",
     "1 min day",
@@ -31,6 +34,7 @@ pub const CLASSES: [&str; 7] = [
     "1 min memory ramps",
     "15 s training dips",
     "5 min GPU cluster",
+    "cluster jobs (simulated)",
 ];
 
 fn normal(rng: &mut ChaCha8Rng) -> f64 {
@@ -187,6 +191,17 @@ pub fn case(class: usize, seed: u64) -> Case {
                 })
                 .collect();
             (15.0, vec![period], n, h, y)
+        }
+        7 => {
+            // a virtual cluster simulated job by job (`clustersim`); one metric per case
+            let step: u64 = if r.gen() { 300 } else { 600 };
+            let per_day = (86_400 / step) as usize;
+            let (days, warm) = (if r.gen() { 7 } else { 14 }, r.gen_range(3..=5));
+            let metric = [Metric::Share, Metric::NodesBusy, Metric::Starts][r.gen_range(0..3)];
+            let cluster = Cluster::draw(r);
+            let total = (warm + days + 1) as u64 * 86_400;
+            let y = simulate(r, &cluster, total, step, metric).split_off(warm * per_day);
+            (step as f64, vec![per_day], days * per_day, per_day, y)
         }
         _ => {
             let (n, h) = (288 * 14, 288);

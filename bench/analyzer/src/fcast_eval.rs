@@ -114,7 +114,12 @@ struct Acc {
 /// Scores every method on `per_class` series of each class (seed base `base`).
 pub fn run(base: u64, per_class: usize, peer: Option<&str>, threads: usize) {
     let peer = peer.map(read_peer);
+    // EVAL_CLASS=k scores class k alone (development aid)
+    let only: Option<usize> = std::env::var("EVAL_CLASS")
+        .ok()
+        .and_then(|v| v.parse().ok());
     let jobs: Vec<(usize, usize)> = (0..CLASSES.len())
+        .filter(|c| only.is_none_or(|k| k == *c))
         .flat_map(|c| (0..per_class).map(move |i| (c, i)))
         .collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
