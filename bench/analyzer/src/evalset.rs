@@ -199,8 +199,10 @@ pub fn case(class: usize, seed: u64) -> Case {
             let (days, warm) = (if r.gen() { 7 } else { 14 }, r.gen_range(3..=5));
             let metric = [Metric::Share, Metric::NodesBusy, Metric::Starts][r.gen_range(0..3)];
             let cluster = Cluster::draw(r);
-            let total = (warm + days + 1) as u64 * 86_400;
-            let y = simulate(r, &cluster, total, step, metric).split_off(warm * per_day);
+            // the history ends at any time of day, not at midnight
+            let skip = warm * per_day + r.gen_range(0..per_day);
+            let total = (skip + (days + 1) * per_day) as u64 * step;
+            let y = simulate(r, &cluster, total, step, metric).split_off(skip);
             (step as f64, vec![per_day], days * per_day, per_day, y)
         }
         _ => {
