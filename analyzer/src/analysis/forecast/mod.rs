@@ -17,6 +17,7 @@ pub mod breaks;
 pub mod candidates;
 pub mod decompose;
 pub mod ets;
+pub mod hedge;
 pub mod intervals;
 pub mod linear;
 pub mod optimize;

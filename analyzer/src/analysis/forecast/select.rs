@@ -5,6 +5,7 @@
 use super::bounds::Bounds;
 use super::candidates::{self, Candidate, Path};
 use super::ets::{self, EtsSpec, Season, Trend};
+use super::hedge;
 use super::intervals;
 use super::linear::LinearFit;
 use super::pinned;
@@ -68,11 +69,22 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
         .iter()
         .map(|s| s.period())
         .fold(0.0, f64::max);
-    let choice = if pinned::is_pinned(y, longest) {
+    let pinned = pinned::is_pinned(y, longest);
+    let choice = if pinned {
         validation::fixed(y, &all, NAIVE, &origins, &post)
     } else {
         validation::choose(y, &all, &origins, &post)
     };
+    // A detected cycle is evidence for the chosen shape; the hedge's flat members would
+    // fight it. Calendar seasons, added untested, are no such evidence.
+    let cyclic = choice.members.iter().any(|&i| {
+        all[i].period().is_some_and(|p| {
+            detected_seasons
+                .iter()
+                .any(|s| (s.period() - p).abs() < 0.5)
+        })
+    });
+    let hedged = !pinned && !cyclic && hedge::worth_it(y, &choice, &origins, &post);
     let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
     let paths: Vec<Path> = members
         .iter()
@@ -82,16 +94,21 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
             p
         })
         .collect();
-    let path = validation::average(paths.iter().map(std::slice::from_ref))
+    let mut path = validation::average(paths.iter().map(std::slice::from_ref))
         .pop()
         .expect("one path");
-    let model = match members.as_slice() {
+    let mut model = match members.as_slice() {
         [one] => one.name(),
         many => {
             let names: Vec<String> = many.iter().map(|c| c.name()).collect();
             format!("mean({})", names.join(", "))
         }
     };
+    if hedged {
+        hedge::hedge(y, &mut path.point);
+        post(&mut path);
+        model = format!("hedge({model})");
+    }
     let band = |coverage: f64, z: f64| {
         let k = validation::calibration(&choice.standardised, coverage, z) * z;
         let (lower, upper): (Vec<f64>, Vec<f64>) = path
