@@ -151,12 +151,15 @@ mod tests {
             point: (1..=50).map(f).collect(),
             var: vec![1.0; 50],
         };
-        // a level that holds: a model that drifted away from it is hedged
-        let flat: Vec<f64> = (0..600).map(|t| 30.0 + (t % 3) as f64).collect();
+        // a level that holds (and moves in steps): a model that drifted away is hedged
+        let flat: Vec<f64> = (0..600)
+            .map(|t| [30.0, 31.0, 32.0, 31.0][(t / 10) % 4])
+            .collect();
         let drifting = choice(&flat, &origins, vec![path(&|j| 31.0 + j as f64); 4]);
         assert!(worth_it(&flat, &drifting, &origins, &|_| {}));
-        // a clean cycle forecast exactly by its model: the hedge would flatten it
-        let wave = |t: usize| 50.0 + 40.0 * (t as f64 * 0.3).sin();
+        // a clean cycle (each value held two steps) forecast exactly by its model: the
+        // hedge would flatten it
+        let wave = |t: usize| 50.0 + 40.0 * ((t / 2 * 2) as f64 * 0.3).sin();
         let cycle: Vec<f64> = (0..600).map(wave).collect();
         let exact: Vec<Path> = origins
             .at
@@ -164,14 +167,45 @@ mod tests {
             .map(|&o| path(&|j| wave(o + j - 1)))
             .collect();
         let exact = choice(&cycle, &origins, exact);
+        assert!(moves_in_steps(&cycle) && !is_sawtooth(&cycle));
         assert!(!worth_it(&cycle, &exact, &origins, &|_| {}));
+    }
+
+    #[test]
+    fn series_that_move_in_steps_are_told_from_continuous_ones() {
+        // nodes busy: a count that holds between job starts and ends
+        let nodes: Vec<f64> = (0..500).map(|t| ((t / 7) % 5) as f64).collect();
+        assert!(moves_in_steps(&nodes));
+        let wave: Vec<f64> = (0..500).map(|t| (t as f64 * 0.1).sin()).collect();
+        assert!(!moves_in_steps(&wave));
+        assert!(!moves_in_steps(&[1.0]));
+    }
+
+    #[test]
+    fn a_continuous_series_is_not_hedged() {
+        // the same drifting choice as on the held level, on a level with noise in
+        // every step: no hedge
+        let origins = Origins {
+            at: vec![400, 450, 500, 550],
+            steps: 50,
+        };
+        let noisy: Vec<f64> = (0..600)
+            .map(|t| 30.0 + 0.01 * ((t * 7919) % 13) as f64)
+            .collect();
+        let drifting = Path {
+            point: (1..=50).map(|j| 31.0 + j as f64).collect(),
+            var: vec![1.0; 50],
+        };
+        let c = choice(&noisy, &origins, vec![drifting; 4]);
+        assert!(!worth_it(&noisy, &c, &origins, &|_| {}));
     }
 
     #[test]
     fn a_sawtooth_keeps_its_ramp() {
         // memory growing and freed every 150 steps; a choice that missed the ramp and
         // a hedge that would have helped it are not used
-        let saw: Vec<f64> = (0..600).map(|t| 1.0 + (t % 150) as f64).collect();
+        // (in steps of 5, held for 5 samples: it moves in steps)
+        let saw: Vec<f64> = (0..600).map(|t| 1.0 + (t % 150 / 5 * 5) as f64).collect();
         let origins = Origins {
             at: vec![400, 450, 500, 550],
             steps: 50,
@@ -181,7 +215,7 @@ mod tests {
             var: vec![1.0; 50],
         };
         let c = choice(&saw, &origins, vec![wild; 4]);
-        assert!(is_sawtooth(&saw));
+        assert!(is_sawtooth(&saw) && moves_in_steps(&saw));
         assert!(!worth_it(&saw, &c, &origins, &|_| {}));
     }
 }

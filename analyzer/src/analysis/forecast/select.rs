@@ -75,16 +75,7 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     } else {
         validation::choose(y, &all, &origins, &post)
     };
-    // A detected cycle is evidence for the chosen shape; the hedge's flat members would
-    // fight it. Calendar seasons, added untested, are no such evidence.
-    let cyclic = choice.members.iter().any(|&i| {
-        all[i].period().is_some_and(|p| {
-            detected_seasons
-                .iter()
-                .any(|s| (s.period() - p).abs() < 0.5)
-        })
-    });
-    let hedged = !pinned && !cyclic && hedge::worth_it(y, &choice, &origins, &post);
+    let hedged = !pinned && hedge::worth_it(y, &choice, &origins, &post);
     let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
     let paths: Vec<Path> = members
         .iter()
