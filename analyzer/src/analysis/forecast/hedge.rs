@@ -5,9 +5,10 @@
 //! a job that just started). The hedge replaces the chosen forecast at each step by the
 //! median of itself, the smoothed current level and that level reverting to the
 //! window's median ([`hedge`]): the two simple forecasts outvote a wild one, and agree
-//! with a sound one. It is used where it would have done no worse in the same
-//! validation ([`worth_it`]), so a seasonal model that validation trusts keeps its
-//! shape; never on a sawtooth, whose ramps are trends by their nature.
+//! with a sound one. It is used only on series that move in steps
+//! ([`moves_in_steps`]), where it would have done no worse in the same validation
+//! ([`worth_it`]), so a model that validation trusts keeps its shape; never on a
+//! sawtooth, whose ramps are trends by their nature.
 
 use super::candidates::Path;
 use super::resets::is_sawtooth;
