@@ -197,7 +197,8 @@ fn arrivals(r: &mut ChaCha8Rng, c: &Cluster, seconds: f64) -> Vec<(u64, Job)> {
     }
     let burst_top = (1.0 + c.daily) * c.bursts_per_day / 86_400.0;
     let mut t = 0.0;
-    while burst_top > 0.0 {
+    // no sweeps on a cluster without them (a rate of 0 would never pass `seconds`)
+    while burst_top > 0.0 && t < seconds {
         t += -r.gen_range(1e-12..1.0f64).ln() / burst_top;
         if t >= seconds {
             break;
