@@ -350,6 +350,33 @@ mod tests {
     }
 
     #[test]
+    fn a_count_that_moves_in_steps_is_hedged_and_a_continuous_one_is_not() {
+        // nodes busy on a 40-node cluster at 5 min for a week: jobs start and end, so
+        // the count holds for several steps and wanders around 30
+        let mut e = Noise(12345);
+        let mut level: f64 = 30.0;
+        let nodes: Vec<f64> = (0..2016)
+            .map(|_| {
+                if e.uniform() < 0.15 {
+                    level += if e.uniform() < 0.5 { 1.0 } else { -1.0 };
+                }
+                level += 0.02 * (30.0 - level) * f64::from(e.uniform() < 0.3);
+                level.round().clamp(0.0, 40.0)
+            })
+            .collect();
+        let config = ForecastConfig {
+            horizon_steps: 288,
+            ..ForecastConfig::default()
+        };
+        let f = forecast(&Series::from_values(&nodes, 300.0), &config).unwrap();
+        assert!(f.model.starts_with("hedge("), "{}", f.model);
+        // the same with noise in every step: never hedged
+        let smooth: Vec<f64> = nodes.iter().map(|v| v + 0.3 * e.normal()).collect();
+        let f = forecast(&Series::from_values(&smooth, 300.0), &config).unwrap();
+        assert!(!f.model.contains("hedge"), "{}", f.model);
+    }
+
+    #[test]
     fn intervals_cover_what_they_claim_on_a_known_process() {
         // a daily wave with independent normal noise: the best forecast is the wave,
         // its errors N(0, 1); count how often the future falls inside each band
