@@ -1,11 +1,14 @@
-//! The forecast evaluation set: real-looking series of eight classes, each with its
+//! The forecast evaluation set: real-looking series of nine classes, each with its
 //! held-out future. Step sizes 15 s, 1 min, 5 min and 1 h; daily and weekly cycles,
 //! trends, level shifts, long flat stretches at 0 or 100%, gaps, GPU shapes
-//! (training with dips, bursty inference, memory ramps), and hourly series whose
-//! daily profile scales with their level. Deterministic per seed.
+//! (training with dips, bursty inference, memory ramps), hourly series whose daily
+//! profile scales with their level, and a GPU cluster simulated job by job
+//! ([`crate::clustersim`]). Deterministic per seed.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+
+use crate::clustersim::{simulate, Cluster, Metric};
 
 /// One series: its history (sample times and values, gaps left out) and its future.
 pub struct Case {
@@ -24,7 +27,7 @@ pub struct Case {
 }
 
 /// The classes, in table order.
-pub const CLASSES: [&str; 8] = [
+pub const CLASSES: [&str; 9] = [
     "hourly day+week",
     "hourly trend+shift+gaps",
     "1 min day",
@@ -33,6 +36,7 @@ pub const CLASSES: [&str; 8] = [
     "15 s training dips",
     "5 min GPU cluster",
     "hourly multiplicative",
+    "cluster jobs (simulated)",
 ];
 
 fn normal(rng: &mut ChaCha8Rng) -> f64 {
@@ -191,6 +195,19 @@ pub fn case(class: usize, seed: u64) -> Case {
             (15.0, vec![period], n, h, y)
         }
         7 => hourly_multiplicative(r),
+        8 => {
+            // a virtual cluster simulated job by job (`clustersim`); one metric per case
+            let step: u64 = if r.gen() { 300 } else { 600 };
+            let per_day = (86_400 / step) as usize;
+            let (days, warm) = (if r.gen() { 7 } else { 14 }, r.gen_range(3..=5));
+            let metric = [Metric::Share, Metric::NodesBusy, Metric::Starts][r.gen_range(0..3)];
+            let cluster = Cluster::draw(r);
+            // the history ends at any time of day, not at midnight
+            let skip = warm * per_day + r.gen_range(0..per_day);
+            let total = (skip + (days + 1) * per_day) as u64 * step;
+            let y = simulate(r, &cluster, total, step, metric).split_off(skip);
+            (step as f64, vec![per_day], days * per_day, per_day, y)
+        }
         _ => {
             let (n, h) = (288 * 14, 288);
             let amp = r.gen_range(0.0..8.0);

@@ -256,6 +256,24 @@ fn score(k: &Case, c: usize, i: usize, peer: Option<&PeerForecasts>) -> (Rows, S
         a.points = h;
         if method == Method::Validated {
             chosen = generic(&f.model);
+            if let Some(dir) = std::env::var_os("EVAL_SERIES_DIR") {
+                // development aid: history, future and forecast of each series
+                let path = std::path::Path::new(&dir).join(format!("{c}-{i}.txt"));
+                let line = |v: &[f64]| {
+                    v.iter()
+                        .map(|x| format!("{x}"))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                };
+                let text = format!(
+                    "{}\n{}\n{}\n{}\n",
+                    f.model,
+                    line(&k.filled),
+                    line(&k.future),
+                    line(&f.point)
+                );
+                std::fs::write(path, text).expect("write series");
+            }
             if std::env::var_os("EVAL_VERBOSE").is_some() {
                 let last = *k.filled.last().unwrap();
                 let naive = vec![last; h];

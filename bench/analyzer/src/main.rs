@@ -13,6 +13,7 @@
 mod synthetic;
 
 mod accuracy;
+mod clustersim;
 mod detection;
 mod engines;
 mod evalset;

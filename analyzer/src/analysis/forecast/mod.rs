@@ -18,6 +18,7 @@ pub mod candidates;
 pub mod decompose;
 pub mod ets;
 pub mod floor;
+pub mod hedge;
 pub mod intervals;
 pub mod linear;
 pub mod logscale;

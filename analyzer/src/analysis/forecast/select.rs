@@ -6,6 +6,7 @@ use super::bounds::Bounds;
 use super::candidates::{self, Candidate, Path};
 use super::ets::{self, EtsSpec, Season, Trend};
 use super::floor;
+use super::hedge;
 use super::intervals;
 use super::linear::LinearFit;
 use super::pinned;
@@ -69,11 +70,13 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
         .iter()
         .map(|s| s.period())
         .fold(0.0, f64::max);
-    let choice = if pinned::is_pinned(y, longest) {
+    let pinned = pinned::is_pinned(y, longest);
+    let choice = if pinned {
         validation::fixed(y, &all, NAIVE, &origins, &post)
     } else {
         validation::choose(y, &all, &origins, &post)
     };
+    let hedged = !pinned && hedge::worth_it(y, &choice, &origins, &post);
     let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
     let paths: Vec<Path> = members
         .iter()
@@ -86,16 +89,21 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     let mut path = validation::average(paths.iter().map(std::slice::from_ref))
         .pop()
         .expect("one path");
-    if let Some(season) = dominant {
-        floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point);
-    }
-    let model = match members.as_slice() {
+    let mut model = match members.as_slice() {
         [one] => one.name(),
         many => {
             let names: Vec<String> = many.iter().map(|c| c.name()).collect();
             format!("mean({})", names.join(", "))
         }
     };
+    if hedged {
+        hedge::hedge(y, &mut path.point);
+        post(&mut path);
+        model = format!("hedge({model})");
+    }
+    if let Some(season) = dominant {
+        floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point);
+    }
     let band = |coverage: f64, z: f64| {
         let k = validation::calibration(&choice.standardised, coverage, z) * z;
         let (lower, upper): (Vec<f64>, Vec<f64>) = path
@@ -343,6 +351,33 @@ mod tests {
             .sum::<f64>()
             / 240.0;
         assert!(mae < 3.0, "{}: mae {mae}", f.model);
+    }
+
+    #[test]
+    fn a_count_that_moves_in_steps_is_hedged_and_a_continuous_one_is_not() {
+        // nodes busy on a 40-node cluster at 5 min for a week: jobs start and end, so
+        // the count holds for several steps and wanders around 30
+        let mut e = Noise(12345);
+        let mut level: f64 = 30.0;
+        let nodes: Vec<f64> = (0..2016)
+            .map(|_| {
+                if e.uniform() < 0.15 {
+                    level += if e.uniform() < 0.5 { 1.0 } else { -1.0 };
+                }
+                level += 0.02 * (30.0 - level) * f64::from(e.uniform() < 0.3);
+                level.round().clamp(0.0, 40.0)
+            })
+            .collect();
+        let config = ForecastConfig {
+            horizon_steps: 288,
+            ..ForecastConfig::default()
+        };
+        let f = forecast(&Series::from_values(&nodes, 300.0), &config).unwrap();
+        assert!(f.model.starts_with("hedge("), "{}", f.model);
+        // the same with noise in every step: never hedged
+        let smooth: Vec<f64> = nodes.iter().map(|v| v + 0.3 * e.normal()).collect();
+        let f = forecast(&Series::from_values(&smooth, 300.0), &config).unwrap();
+        assert!(!f.model.contains("hedge"), "{}", f.model);
     }
 
     #[test]

@@ -58,6 +58,8 @@ pub struct Choice {
     pub candidate_mae: Vec<f64>,
     /// Validation errors divided by the predicted standard deviation.
     pub standardised: Vec<f64>,
+    /// The choice's forecasts from each origin.
+    pub paths: Vec<Path>,
 }
 
 /// Validates `candidates` on `y` at `origins`; `post` adjusts every forecast path
@@ -99,6 +101,7 @@ pub fn choose(
         mae: best_mae,
         candidate_mae: scored.iter().map(|s| s.mae).collect(),
         standardised: standardise(y, &origins.at, &chosen_paths),
+        paths: chosen_paths,
     }
 }
 
@@ -121,6 +124,7 @@ pub fn fixed(
         mae: m,
         candidate_mae,
         standardised: standardise(y, &origins.at, &paths),
+        paths,
     }
 }
 
@@ -142,6 +146,11 @@ pub fn average<'a>(sets: impl Iterator<Item = &'a [Path]>) -> Vec<Path> {
             }
         })
         .collect()
+}
+
+/// The validation error of `paths` forecast from `origins` (see [`mae`]).
+pub fn error(y: &[f64], origins: &[usize], paths: &[Path]) -> f64 {
+    mae(y, origins, paths)
 }
 
 /// Mean absolute error, origin `k` (oldest 0) weighted `2^k`: the most recent
