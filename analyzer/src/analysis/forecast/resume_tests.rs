@@ -14,6 +14,16 @@ fn busy(t: usize) -> f64 {
     base + 0.5 * ((t * 7919) % 5) as f64 - 1.0
 }
 
+/// Mean absolute error of `point`, the forecast of steps `start`.., against `truth`.
+pub(super) fn mae_from(point: &[f64], start: usize, truth: impl Fn(usize) -> f64) -> f64 {
+    let sum: f64 = point
+        .iter()
+        .enumerate()
+        .map(|(j, v)| (v - truth(start + j)).abs())
+        .sum();
+    sum / point.len() as f64
+}
+
 /// `n` steps, idle (exactly 0) from `idle.0` to `idle.1`.
 fn resumed(n: usize, idle: (usize, usize)) -> Vec<f64> {
     (0..n)
@@ -54,13 +64,7 @@ fn a_seasonal_trend_is_not_run_from_before_a_recent_resume() {
             continue;
         }
         let p = c.forecast(&y[n - 2048..], 240);
-        let mae = p
-            .point
-            .iter()
-            .enumerate()
-            .map(|(j, v)| (v - busy(n + j)).abs())
-            .sum::<f64>()
-            / 240.0;
+        let mae = mae_from(&p.point, n, busy);
         assert!(mae < 5.0, "{}: mae {mae}", c.name());
     }
 }

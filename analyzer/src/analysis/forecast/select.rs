@@ -343,13 +343,7 @@ mod tests {
             },
         )
         .unwrap();
-        let mae = f
-            .point
-            .iter()
-            .enumerate()
-            .map(|(j, v)| (v - busy(n + j)).abs())
-            .sum::<f64>()
-            / 240.0;
+        let mae = super::super::resume_tests::mae_from(&f.point, n, busy);
         assert!(mae < 3.0, "{}: mae {mae}", f.model);
     }
 
