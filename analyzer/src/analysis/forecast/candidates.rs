@@ -65,8 +65,10 @@ impl Candidate for Naive {
     }
 }
 
-/// The value one season earlier (`k` seasons earlier beyond the first).
-pub struct SeasonalNaive(pub Season);
+/// The value one season earlier (`k` seasons earlier beyond the first). With regimes,
+/// only from the current one: a phase not seen since the last break (a job resumed
+/// less than a cycle ago) holds the last value instead of copying the idle stretch.
+pub struct SeasonalNaive(pub Season, pub Option<Arc<Regimes>>);
 
 impl Candidate for SeasonalNaive {
     fn name(&self) -> String {
@@ -80,12 +82,14 @@ impl Candidate for SeasonalNaive {
         let m = self.0.period();
         let lag = m.round().max(1.0) as usize;
         let s2 = mean_square_diff(y, lag);
+        let start = self.1.as_ref().map_or(0, |r| n - r.current(y).len());
         let (point, var) = (1..=h)
             .map(|j| {
                 let cycles = (j as f64 / m).ceil();
                 let at = (n as f64 + j as f64 - 1.0 - cycles * m).round();
                 let at = (at.max(0.0) as usize).min(n - 1);
-                (y[at], s2 * cycles)
+                let v = if at < start { y[n - 1] } else { y[at] };
+                (v, s2 * cycles)
             })
             .unzip();
         Path { point, var }
@@ -205,7 +209,7 @@ impl Candidate for Ets {
         if spec.trend != Trend::None && (across || !carries_trend(segment, h)) {
             return match spec.season {
                 None => Naive.forecast(y, h),
-                Some(season) => SeasonalNaive(season).forecast(y, h),
+                Some(season) => SeasonalNaive(season, None).forecast(y, h),
             };
         }
         // The states run over the current regime where it holds three seasons: a level
@@ -313,10 +317,10 @@ pub fn build(
     recent: usize,
 ) -> Vec<Box<dyn Candidate>> {
     let mut out: Vec<Box<dyn Candidate>> = vec![Box::new(Naive)];
-    for s in seasons {
-        out.push(Box::new(SeasonalNaive(*s)));
-    }
     let regimes = Arc::new(Regimes::default());
+    for s in seasons {
+        out.push(Box::new(SeasonalNaive(*s, Some(regimes.clone()))));
+    }
     for s in seasons {
         out.push(Box::new(SeasonalMedian(*s, regimes.clone())));
     }
@@ -413,10 +417,39 @@ mod tests {
     #[test]
     fn seasonal_naive_repeats_the_last_season() {
         let y: Vec<f64> = (0..50).map(|i| (i % 10) as f64).collect();
-        let p = SeasonalNaive(Season::new(10.0).unwrap()).forecast(&y, 25);
+        let p = SeasonalNaive(Season::new(10.0).unwrap(), None).forecast(&y, 25);
         let expected: Vec<f64> = (50..75).map(|i| (i % 10) as f64).collect();
         assert_eq!(p.point, expected);
         assert_eq!(p.var[0], 0.0);
+    }
+
+    #[test]
+    fn seasonal_naive_copies_only_the_current_regime() {
+        // a 20-step iteration, idle (exactly 0) for 100 steps, resumed 12 steps ago:
+        // the 8 phases not seen since hold the last value, not the idle stretch
+        let busy = |t: usize| {
+            if t % 20 < 3 {
+                20.0
+            } else {
+                90.0 + (t % 7) as f64
+            }
+        };
+        let y: Vec<f64> = (0..312)
+            .map(|t| {
+                if (200..300).contains(&t) {
+                    0.0
+                } else {
+                    busy(t)
+                }
+            })
+            .collect();
+        let season = Season::new(20.0).unwrap();
+        let within = SeasonalNaive(season, Some(Arc::new(Regimes::default()))).forecast(&y, 20);
+        let last = y[311];
+        assert_eq!(within.point[..8], [last; 8]);
+        assert_eq!(within.point[8..], y[300..312]);
+        let plain = SeasonalNaive(season, None).forecast(&y, 20);
+        assert_eq!(plain.point[..8], [0.0; 8], "the idle stretch, copied");
     }
 
     #[test]

@@ -170,7 +170,7 @@ impl Candidate for LogDecomposed {
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         if !is_positive(y) {
             // a value at or near zero since training: the additive models cover it
-            return super::candidates::SeasonalNaive(self.seasons[0]).forecast(y, h);
+            return super::candidates::SeasonalNaive(self.seasons[0], None).forecast(y, h);
         }
         let split = self.cache.get(y, &self.seasons);
         let (seasonals, adjusted) = (&split.0, &split.1);
