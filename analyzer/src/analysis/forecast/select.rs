@@ -210,13 +210,7 @@ mod tests {
             },
         )
         .unwrap();
-        let mae = |p: &[f64]| -> f64 {
-            p.iter()
-                .enumerate()
-                .map(|(j, v)| (v - truth(n + j)).abs())
-                .sum::<f64>()
-                / p.len() as f64
-        };
+        let mae = |p: &[f64]| super::super::resume_tests::mae_from(p, n, truth);
         // the day alone misses the weekend by about 3 (a day's repeat, 1.8 on average)
         let daily: Vec<f64> = (0..168).map(|j| y[n - 24 + j % 24]).collect();
         assert!(mae(&daily) > 1.0, "{}", mae(&daily));

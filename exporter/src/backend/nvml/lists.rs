@@ -63,17 +63,20 @@ impl ListCapacity {
     }
 }
 
+/// A function of the loaded NVML library, or the error naming why it is missing.
+fn symbol<T, E: std::fmt::Display>(loaded: &Result<T, E>) -> Result<&T, NvmlError> {
+    loaded
+        .as_ref()
+        .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))
+}
+
 /// The compute processes running on `device` (NVML's v3 query).
 pub fn compute_processes(
     nvml: &Nvml,
     device: &Device<'_>,
     capacity: &ListCapacity,
 ) -> Result<Vec<ProcessInfo>, NvmlError> {
-    let get = nvml
-        .lib()
-        .nvmlDeviceGetComputeRunningProcesses_v3
-        .as_ref()
-        .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+    let get = symbol(&nvml.lib().nvmlDeviceGetComputeRunningProcesses_v3)?;
     // SAFETY: a plain C struct of integers, for which all zeroes is a valid value.
     let zero: nvmlProcessInfo_t = unsafe { std::mem::zeroed() };
     let infos = capacity.fill(zero, |buffer, count| {
@@ -92,11 +95,7 @@ pub fn process_utilization(
     since: u64,
     capacity: &ListCapacity,
 ) -> Result<Vec<ProcessUtilizationSample>, NvmlError> {
-    let get = nvml
-        .lib()
-        .nvmlDeviceGetProcessUtilization
-        .as_ref()
-        .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
+    let get = symbol(&nvml.lib().nvmlDeviceGetProcessUtilization)?;
     // SAFETY: a plain C struct of integers, for which all zeroes is a valid value.
     let zero: nvmlProcessUtilizationSample_t = unsafe { std::mem::zeroed() };
     let samples = capacity.fill(zero, |buffer, count| {
