@@ -89,8 +89,7 @@ pub const LEVEL_WINDOW: usize = 20;
 /// `limit` from the median of those before it. A burst that comes back (a checkpoint's
 /// copy, a sweep's spike) leaves the level where it was and starts no regime.
 fn lasts(y: &[f64], t: usize, limit: f64) -> bool {
-    let median =
-        |v: &[f64]| crate::analysis::periodicity::prepare::median_in_place(&mut v.to_vec());
+    let median = |v: &[f64]| super::candidates::median(v.to_vec());
     let before = median(&y[t.saturating_sub(LEVEL_WINDOW)..t]);
     let after = median(&y[t..(t + LEVEL_WINDOW).min(y.len())]);
     (after - before).abs() > 0.5 * limit

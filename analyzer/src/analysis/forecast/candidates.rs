@@ -8,7 +8,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::breaks::{carries_trend, shorter, since_last_break, Regimes, MIN_SEGMENT};
+use super::breaks::{carries_trend, shorter, Regimes, MIN_SEGMENT};
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
@@ -225,14 +225,19 @@ impl Candidate for Ets {
 }
 
 /// Decompositions by prefix length, shared by the candidates that decompose the same
-/// way, so that each origin is decomposed once.
-#[derive(Default)]
-pub struct DecompositionCache(Mutex<Vec<(usize, Arc<Split>)>>);
+/// way, so that each origin is decomposed once; the prefixes' regimes are shared with
+/// every candidate.
+pub struct DecompositionCache(Mutex<Vec<(usize, Arc<Split>)>>, Arc<Regimes>);
 
 /// A decomposition and the series adjusted by it.
 type Split = (Seasonals, Vec<f64>);
 
 impl DecompositionCache {
+    /// An empty cache for prefixes whose regimes are `regimes`.
+    pub fn new(regimes: Arc<Regimes>) -> Self {
+        Self(Mutex::default(), regimes)
+    }
+
     /// The seasonals of `y` (of its part since the last break, where that holds three of
     /// the longest cycles) and that part adjusted by them.
     fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
@@ -241,20 +246,25 @@ impl DecompositionCache {
         if let Some((_, d)) = cache.iter().find(|(n, _)| *n == key) {
             return d.clone();
         }
-        // The current regime alone, where it holds three of the longest cycles: a
-        // profile averaged over an idle stretch or across a level shift is neither.
-        let longest = seasons.iter().map(|s| s.bins()).max().unwrap_or(0);
-        let segment = since_last_break(y);
-        let y = if segment.len() >= 3 * longest {
-            segment
-        } else {
-            y
-        };
+        let y = profile_part(&self.1, y, seasons);
         let seasonals = Seasonals::of(y, seasons);
         let adjusted = seasonals.adjust(y);
         let d = Arc::new((seasonals, adjusted));
         cache.push((key, d.clone()));
         d
+    }
+}
+
+/// The part of the prefix `y` a seasonal profile is estimated on: the current regime
+/// where it holds three of the longest cycles (a profile averaged over an idle stretch
+/// or across a level shift is neither), else all of `y`.
+pub(super) fn profile_part<'a>(regimes: &Regimes, y: &'a [f64], seasons: &[Season]) -> &'a [f64] {
+    let longest = seasons.iter().map(|s| s.bins()).max().unwrap_or(0);
+    let segment = regimes.current(y);
+    if segment.len() >= 3 * longest {
+        segment
+    } else {
+        y
     }
 }
 
@@ -346,7 +356,7 @@ pub fn build(
         out.push(Box::new(Ets(fit, regimes.clone())));
     }
     if !seasons.is_empty() {
-        let cache = Arc::new(DecompositionCache::default());
+        let cache = Arc::new(DecompositionCache::new(regimes.clone()));
         let adjusted = cache.get(train, seasons).1.clone();
         // ETS(A,N,N) on the adjusted series, and Theta from the same fit; a damped
         // trend there was rarely chosen and costs another optimisation.
@@ -364,7 +374,7 @@ pub fn build(
             }));
         }
         // the same in logs, for a positive series whose profile scales with its level
-        if let Some(log) = LogDecomposed::build(train, seasons) {
+        if let Some(log) = LogDecomposed::build(train, seasons, regimes.clone()) {
             let theta = log.with_theta();
             out.push(Box::new(log));
             out.push(Box::new(theta));
@@ -381,7 +391,7 @@ fn recent(y: &[f64], at_least: usize) -> &[f64] {
 }
 
 /// The median of `v` (0 for none).
-fn median(mut v: Vec<f64>) -> f64 {
+pub(super) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         0.0
     } else {

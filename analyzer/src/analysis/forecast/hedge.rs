@@ -10,6 +10,7 @@
 //! ([`worth_it`]), so a model that validation trusts keeps its shape; never on a
 //! sawtooth, whose ramps are trends by their nature.
 
+use super::candidates::median;
 use super::candidates::Path;
 use super::resets::is_sawtooth;
 use super::validation::{self, Choice, Origins};
@@ -43,7 +44,7 @@ pub fn worth_it(y: &[f64], choice: &Choice, origins: &Origins, post: &dyn Fn(&mu
             p
         })
         .collect();
-    validation::error(y, &origins.at, &hedged) <= choice.mae
+    validation::mae(y, &origins.at, &hedged) <= choice.mae
 }
 
 /// Share of unchanged steps from which a series moves in steps.
@@ -76,10 +77,6 @@ pub fn hedge(y: &[f64], point: &mut [f64]) {
 
 fn median_of_three(a: f64, b: f64, c: f64) -> f64 {
     a.max(b).min(a.min(b).max(c))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    crate::analysis::periodicity::prepare::median_in_place(&mut v)
 }
 
 #[cfg(test)]
@@ -135,7 +132,7 @@ mod tests {
     fn choice(y: &[f64], origins: &Origins, paths: Vec<Path>) -> Choice {
         Choice {
             members: vec![0],
-            mae: validation::error(y, &origins.at, &paths),
+            mae: validation::mae(y, &origins.at, &paths),
             candidate_mae: vec![],
             standardised: vec![],
             paths,

@@ -7,8 +7,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::breaks::since_last_break;
-use super::candidates::{Candidate, Path};
+use super::breaks::Regimes;
+use super::candidates::{profile_part, Candidate, Path};
 use super::decompose::Seasonals;
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::least_squares_line;
@@ -81,9 +81,9 @@ pub fn swing_scales_with_level(y: &[f64], seasons: &[Season]) -> bool {
 /// cycles), decomposed, and those logarithms adjusted by the decomposition.
 type Split = (Seasonals, Vec<f64>);
 
-/// Log decompositions by prefix length, so that each origin is decomposed once.
-#[derive(Default)]
-pub struct LogCache(Mutex<Vec<(usize, Arc<Split>)>>);
+/// Log decompositions by prefix length, so that each origin is decomposed once; the
+/// prefixes' regimes are shared with the other candidates.
+pub struct LogCache(Mutex<Vec<(usize, Arc<Split>)>>, Arc<Regimes>);
 
 impl LogCache {
     fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
@@ -91,13 +91,7 @@ impl LogCache {
         if let Some((_, d)) = cache.iter().find(|(n, _)| *n == y.len()) {
             return d.clone();
         }
-        let longest = seasons.iter().map(|s| s.bins()).max().unwrap_or(0);
-        let segment = since_last_break(y);
-        let part = if segment.len() >= 3 * longest {
-            segment
-        } else {
-            y
-        };
+        let part = profile_part(&self.1, y, seasons);
         let logs: Vec<f64> = part.iter().map(|v| v.ln()).collect();
         let seasonals = Seasonals::of(&logs, seasons);
         let adjusted = seasonals.adjust(&logs);
@@ -124,11 +118,15 @@ impl LogDecomposed {
     /// The candidate for `train` with `seasons` (each fits twice), or `None` when
     /// `train` is not positive ([`is_positive`]), there is no season, or its swing
     /// does not scale with its level ([`swing_scales_with_level`]).
-    pub fn build(train: &[f64], seasons: &[Season]) -> Option<LogDecomposed> {
+    pub fn build(
+        train: &[f64],
+        seasons: &[Season],
+        regimes: Arc<Regimes>,
+    ) -> Option<LogDecomposed> {
         if seasons.is_empty() || !is_positive(train) || !swing_scales_with_level(train, seasons) {
             return None;
         }
-        let cache = Arc::new(LogCache::default());
+        let cache = Arc::new(LogCache(Mutex::default(), regimes));
         let adjusted = cache.get(train, seasons).1.clone();
         let spec = EtsSpec {
             trend: Trend::None,
@@ -229,7 +227,7 @@ mod tests {
         let y: Vec<f64> = (0..n).map(multiplicative).collect();
         let day = [Season::new(24.0).unwrap()];
         let train = &y[..n - 48];
-        let c = LogDecomposed::build(train, &day).expect("positive, scaling");
+        let c = LogDecomposed::build(train, &day, Arc::default()).expect("positive, scaling");
         let worst = worst_relative_error(&c, &y, 48);
         assert!(worst < 0.06, "worst relative error {worst}");
         // the additive decomposition averages the month's swings (0.8 x the mean
@@ -250,7 +248,8 @@ mod tests {
         let n = 672;
         let y: Vec<f64> = (0..n).map(multiplicative).collect();
         let day = [Season::new(24.0).unwrap()];
-        let level = LogDecomposed::build(&y[..n - 48], &day).expect("positive, scaling");
+        let level =
+            LogDecomposed::build(&y[..n - 48], &day, Arc::default()).expect("positive, scaling");
         let theta = level.with_theta();
         assert_eq!(theta.name(), "mstl-log(24)+theta");
         let (lagging, carried) = (
@@ -282,7 +281,7 @@ mod tests {
             .map(|t| 10.0 * weekend(t) * (1.0 + 0.5 * wave(t)) + jitter(t))
             .collect();
         assert!(!swing_scales_with_level(&flat, &seasons));
-        assert!(LogDecomposed::build(&flat, &seasons).is_none());
+        assert!(LogDecomposed::build(&flat, &seasons, Arc::default()).is_none());
     }
 
     #[test]
@@ -292,7 +291,7 @@ mod tests {
         y[100] = 0.0;
         assert!(!is_positive(&y));
         let day = [Season::new(24.0).unwrap()];
-        assert!(LogDecomposed::build(&y, &day).is_none());
-        assert!(LogDecomposed::build(&y[200..], &[]).is_none());
+        assert!(LogDecomposed::build(&y, &day, Arc::default()).is_none());
+        assert!(LogDecomposed::build(&y[200..], &[], Arc::default()).is_none());
     }
 }

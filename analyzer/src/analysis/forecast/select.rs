@@ -15,8 +15,6 @@ use super::{fits, Forecast, FIT_POINTS};
 
 /// Evaluations the optimiser may spend per model (AICc method).
 const MAX_EVALS: usize = 40;
-/// Where [`candidates::build`] puts naive.
-const NAIVE: usize = 0;
 /// Fewest points a candidate is trained on.
 const MIN_TRAIN: usize = 10;
 
@@ -65,17 +63,19 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     let bounds = Bounds::of(y);
     let post = |p: &mut Path| p.point.iter_mut().for_each(|v| *v = bounds.clamp(*v));
     let dominant = dominant.filter(|s| fits(train.len(), s.period()));
-    let all = candidates::build(train, &seasons, dominant, origins.steps);
     let longest = detected_seasons
         .iter()
         .map(|s| s.period())
         .fold(0.0, f64::max);
+    // A pinned series holds its value whatever older blocks would prefer: naive is the
+    // only candidate, validated like any choice for its intervals.
     let pinned = pinned::is_pinned(y, longest);
-    let choice = if pinned {
-        validation::fixed(y, &all, NAIVE, &origins, &post)
+    let all: Vec<Box<dyn Candidate>> = if pinned {
+        vec![Box::new(candidates::Naive)]
     } else {
-        validation::choose(y, &all, &origins, &post)
+        candidates::build(train, &seasons, dominant, origins.steps)
     };
+    let choice = validation::choose(y, &all, &origins, &post);
     let hedged = !pinned && hedge::worth_it(y, &choice, &origins, &post);
     let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
     let paths: Vec<Path> = members

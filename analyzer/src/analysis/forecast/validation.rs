@@ -105,29 +105,6 @@ pub fn choose(
     }
 }
 
-/// The choice of candidate `index` alone, whatever the others would have scored (a
-/// pinned series holds its value); validated like any choice, for its intervals.
-pub fn fixed(
-    y: &[f64],
-    candidates: &[Box<dyn Candidate>],
-    index: usize,
-    origins: &Origins,
-    post: &dyn Fn(&mut Path),
-) -> Choice {
-    let mut paths = candidates[index].backtest(y, &origins.at, origins.steps);
-    paths.iter_mut().for_each(post);
-    let m = mae(y, &origins.at, &paths);
-    let mut candidate_mae = vec![f64::NAN; candidates.len()];
-    candidate_mae[index] = m;
-    Choice {
-        members: vec![index],
-        mae: m,
-        candidate_mae,
-        standardised: standardise(y, &origins.at, &paths),
-        paths,
-    }
-}
-
 /// Element-wise mean of several candidates' paths (point and variance).
 pub fn average<'a>(sets: impl Iterator<Item = &'a [Path]>) -> Vec<Path> {
     let sets: Vec<&[Path]> = sets.collect();
@@ -148,14 +125,9 @@ pub fn average<'a>(sets: impl Iterator<Item = &'a [Path]>) -> Vec<Path> {
         .collect()
 }
 
-/// The validation error of `paths` forecast from `origins` (see [`mae`]).
-pub fn error(y: &[f64], origins: &[usize], paths: &[Path]) -> f64 {
-    mae(y, origins, paths)
-}
-
 /// Mean absolute error, origin `k` (oldest 0) weighted `2^k`: the most recent
 /// stretch says most about the next (a job that just went idle), about half the whole.
-fn mae(y: &[f64], origins: &[usize], paths: &[Path]) -> f64 {
+pub(super) fn mae(y: &[f64], origins: &[usize], paths: &[Path]) -> f64 {
     let (mut sum, mut weights) = (0.0, 0.0);
     for (k, (&o, p)) in origins.iter().zip(paths).enumerate() {
         let w = (1u64 << k.min(30)) as f64;
