@@ -113,6 +113,9 @@ pub fn default_collectors() -> Vec<Box<dyn Collector>> {
     vec![
         Box::new(utilization::UtilizationCollector::default()),
         Box::new(memory::MemoryCollector::default()),
+        // Right after the two it reuses: a lone process is given the utilization and
+        // memory just read, which the device keeps only for a moment (SAME_COLLECTION).
+        Box::new(process::ProcessCollector::default()),
         Box::new(power::PowerCollector::default()),
         Box::new(temperature::TemperatureCollector::default()),
         Box::new(clocks::ClocksCollector::default()),
@@ -122,7 +125,6 @@ pub fn default_collectors() -> Vec<Box<dyn Collector>> {
         Box::new(xid::XidCollector::default()),
         Box::new(nvlink::NvLinkCollector::default()),
         Box::new(codec::CodecCollector::default()),
-        Box::new(process::ProcessCollector::default()),
         Box::new(gpm::GpmCollector::default()),
         Box::new(mig::MigCollector::default()),
     ]

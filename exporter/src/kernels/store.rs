@@ -329,13 +329,11 @@ impl KernelStore {
             w.sampling_ratio = duty / f64::from(FULL_DUTY_PPM);
             w.last_update = now;
         }
-        let mut unknown: Option<DeviceId> = None;
-        let mut unknown_count = 0u64;
+        let mut unknown = UnknownDevices::default();
         for device in &delta.devices {
             let key = (device.device.label(), workload.clone());
             if !admits(inner, &key, &device.device) {
-                unknown.get_or_insert(device.device);
-                unknown_count += 1;
+                unknown.add(device.device);
                 continue;
             }
             let group = inner.groups.entry(key).or_insert_with(|| Group::new(now));
@@ -370,11 +368,17 @@ impl KernelStore {
             }
         }
         drop(guard);
-        if let Some(device) = unknown {
+        self.discard_unknown(unknown, "the report", &workload);
+    }
+
+    /// Counts and logs the parts of `what` of `workload` dropped for naming a device this
+    /// exporter does not see.
+    fn discard_unknown(&self, unknown: UnknownDevices, what: &str, workload: &str) {
+        if let Some(device) = unknown.first {
             self.discard(
                 "unknown_gpu",
-                unknown_count,
-                &format!("discarded the report of workload {workload:?} for device {device}: not a GPU this exporter sees (counted in poolprof_inject_discarded_reports_total)"),
+                unknown.count,
+                &format!("discarded {what} of workload {workload:?} for device {device}: not a GPU this exporter sees (counted in poolprof_inject_discarded_reports_total)"),
             );
         }
     }
@@ -522,6 +526,21 @@ fn uuid_key(uuid: &str) -> String {
         })
         .unwrap_or(uuid);
     hex.to_ascii_lowercase()
+}
+
+/// The parts of one report dropped because their device is not a GPU this exporter
+/// sees: how many, and the first device, for the log line.
+#[derive(Default)]
+struct UnknownDevices {
+    first: Option<DeviceId>,
+    count: u64,
+}
+
+impl UnknownDevices {
+    fn add(&mut self, device: DeviceId) {
+        self.first.get_or_insert(device);
+        self.count += 1;
+    }
 }
 
 /// Drops the workload matching `which` that has no process connected and was updated

@@ -6,7 +6,7 @@
 //! `docs/validation/cost/h100-collector-cpu.md`). Here a buffer sized by the last
 //! answer is passed at once and grown only when NVML says it was too small.
 
-use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::error::{nvml_sym, NvmlError};
 use nvml_wrapper::struct_wrappers::device::{ProcessInfo, ProcessUtilizationSample};
 use nvml_wrapper::{Device, Nvml};
 use nvml_wrapper_sys::bindings::{
@@ -63,20 +63,13 @@ impl ListCapacity {
     }
 }
 
-/// A function of the loaded NVML library, or the error naming why it is missing.
-fn symbol<T, E: std::fmt::Display>(loaded: &Result<T, E>) -> Result<&T, NvmlError> {
-    loaded
-        .as_ref()
-        .map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))
-}
-
 /// The compute processes running on `device` (NVML's v3 query).
 pub fn compute_processes(
     nvml: &Nvml,
     device: &Device<'_>,
     capacity: &ListCapacity,
 ) -> Result<Vec<ProcessInfo>, NvmlError> {
-    let get = symbol(&nvml.lib().nvmlDeviceGetComputeRunningProcesses_v3)?;
+    let get = nvml_sym(nvml.lib().nvmlDeviceGetComputeRunningProcesses_v3.as_ref())?;
     // SAFETY: a plain C struct of integers, for which all zeroes is a valid value.
     let zero: nvmlProcessInfo_t = unsafe { std::mem::zeroed() };
     let infos = capacity.fill(zero, |buffer, count| {
@@ -95,7 +88,7 @@ pub fn process_utilization(
     since: u64,
     capacity: &ListCapacity,
 ) -> Result<Vec<ProcessUtilizationSample>, NvmlError> {
-    let get = symbol(&nvml.lib().nvmlDeviceGetProcessUtilization)?;
+    let get = nvml_sym(nvml.lib().nvmlDeviceGetProcessUtilization.as_ref())?;
     // SAFETY: a plain C struct of integers, for which all zeroes is a valid value.
     let zero: nvmlProcessUtilizationSample_t = unsafe { std::mem::zeroed() };
     let samples = capacity.fill(zero, |buffer, count| {

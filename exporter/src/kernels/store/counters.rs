@@ -8,9 +8,9 @@
 //! `workload`) and [`MAX_TOTAL`] in all; the rest are not kept. They go when the
 //! workload's other series expire.
 
-use super::{cached_short_name, ConnId, KernelStore, Workload};
+use super::{cached_short_name, ConnId, KernelStore, UnknownDevices, Workload};
 use crate::registry::MetricSet;
-use poolprof_inject::wire::{Counters, DeviceId, Flops};
+use poolprof_inject::wire::{Counters, Flops};
 use std::collections::{BTreeMap, HashMap};
 
 /// Profiled kernels kept per (`uuid`, `workload`): the library profiles 64 per
@@ -114,14 +114,12 @@ impl KernelStore {
             return;
         };
         let workload = process.workload.clone();
-        let mut unknown: Option<DeviceId> = None;
-        let mut unknown_count = 0u64;
+        let mut unknown = UnknownDevices::default();
         for k in &counters.kernels {
             let key = (k.device.label(), workload.clone());
             // Only GPUs this exporter sees, as for the sampled counts.
             if !super::admits(inner, &key, &k.device) {
-                unknown.get_or_insert(k.device);
-                unknown_count += 1;
+                unknown.add(k.device);
                 continue;
             }
             let name = cached_short_name(&mut inner.names, &k.name, max_name_len);
@@ -140,13 +138,7 @@ impl KernelStore {
             }
         }
         drop(guard);
-        if let Some(device) = unknown {
-            self.discard(
-                "unknown_gpu",
-                unknown_count,
-                &format!("discarded the kernel counters of workload {workload:?} for device {device}: not a GPU this exporter sees (counted in poolprof_inject_discarded_reports_total)"),
-            );
-        }
+        self.discard_unknown(unknown, "the kernel counters", &workload);
     }
 }
 
