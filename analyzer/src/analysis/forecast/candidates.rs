@@ -133,18 +133,12 @@ impl Candidate for SeasonalMedian {
         Some(self.0.period())
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
-        let n = y.len() as f64;
         let m = self.0.period();
         let cycles = regime_cycles(self.1.current(y).len(), m);
         let mut errors = 0.0;
         let point: Vec<f64> = (1..=h)
             .map(|j| {
-                let base = n + j as f64 - 1.0 - (j as f64 / m).ceil() * m;
-                let same: Vec<f64> = (0..cycles)
-                    .map(|c| (base - c as f64 * m).round())
-                    .take_while(|t| *t >= 0.0)
-                    .map(|t| y[t as usize])
-                    .collect();
+                let same = same_phase(y, j, m, cycles);
                 let v = median(same.clone());
                 errors +=
                     same.iter().map(|s| (s - v).powi(2)).sum::<f64>() / same.len().max(1) as f64;
@@ -157,6 +151,17 @@ impl Candidate for SeasonalMedian {
             point,
         }
     }
+}
+
+/// The values of `y` at the phase of step `j` after it (1 is the first) in a season of
+/// `m` steps, the latest cycle first, over at most `cycles` cycles.
+pub(super) fn same_phase(y: &[f64], j: usize, m: f64, cycles: usize) -> Vec<f64> {
+    let base = y.len() as f64 + j as f64 - 1.0 - (j as f64 / m).ceil() * m;
+    (0..cycles)
+        .map(|c| (base - c as f64 * m).round())
+        .take_while(|t| *t >= 0.0)
+        .map(|t| y[t as usize])
+        .collect()
 }
 
 /// Cycles of `m` steps a seasonal median looks back over in a regime of `len` steps:

@@ -4,10 +4,8 @@
 //! the median forecast is the floor itself. Models that average (smoothing, a mean of
 //! candidates) put a small positive value there instead, which misses every such step.
 
-use super::candidates::MEDIAN_CYCLES;
-
-/// Values this close to the floor (the series is scaled to ±1) are on it.
-const ON_FLOOR: f64 = 1e-12;
+use super::candidates::{same_phase, MEDIAN_CYCLES};
+use super::pinned::SAME as ON_FLOOR;
 
 /// Sets the forecast `point` (steps 1.. after `y`) to `floor` at the steps whose phase
 /// of `period` sat on `floor` in most of the last [`MEDIAN_CYCLES`] cycles (at least
@@ -17,15 +15,8 @@ pub fn snap_to_floor(y: &[f64], period: f64, floor: f64, point: &mut [f64]) {
     if !floor.is_finite() || period < 2.0 || idle_within(y, period, floor) {
         return;
     }
-    let n = y.len() as f64;
     for (j, p) in point.iter_mut().enumerate() {
-        let j = j as f64 + 1.0;
-        let base = n + j - 1.0 - (j / period).ceil() * period;
-        let same: Vec<f64> = (0..MEDIAN_CYCLES)
-            .map(|c| (base - c as f64 * period).round())
-            .take_while(|t| *t >= 0.0)
-            .map(|t| y[t as usize])
-            .collect();
+        let same = same_phase(y, j + 1, period, MEDIAN_CYCLES);
         let on = same
             .iter()
             .filter(|v| (*v - floor).abs() <= ON_FLOOR)

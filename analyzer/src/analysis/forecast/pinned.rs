@@ -8,7 +8,7 @@
 pub const MIN_RUN: usize = 12;
 
 /// Values this close (the series is scaled to ±1) are the same value.
-const SAME: f64 = 1e-12;
+pub(super) const SAME: f64 = 1e-12;
 
 /// How many values at the end of `y` equal the last one.
 pub fn trailing_run(y: &[f64]) -> usize {
