@@ -96,11 +96,16 @@ impl Sampling {
 /// The only process on a GPU, given the GPU's busy ratios: with nothing beside it,
 /// the GPU's busy time is its busy time.
 pub fn lone(info: &ProcessInfo, gpu: Utilization) -> ProcessUsage {
+    usage(info, Some(gpu.gpu), Some(gpu.memory))
+}
+
+/// The usage of process `info` with these SM and memory-controller busy ratios.
+fn usage(info: &ProcessInfo, sm_ratio: Option<f64>, memory_ratio: Option<f64>) -> ProcessUsage {
     ProcessUsage {
         pid: info.pid,
         used_memory_bytes: used_memory(info),
-        sm_ratio: Some(gpu.gpu),
-        memory_ratio: Some(gpu.memory),
+        sm_ratio,
+        memory_ratio,
         gpu_instance_id: info.gpu_instance_id,
         workload: None,
     }
@@ -131,14 +136,7 @@ pub fn merge(
                 None if sampled => Some(0.0),
                 None => None,
             };
-            ProcessUsage {
-                pid: p.pid,
-                used_memory_bytes: used_memory(p),
-                sm_ratio: ratio(|b| b.sm),
-                memory_ratio: ratio(|b| b.memory),
-                gpu_instance_id: p.gpu_instance_id,
-                workload: None,
-            }
+            usage(p, ratio(|b| b.sm), ratio(|b| b.memory))
         })
         .collect()
 }
