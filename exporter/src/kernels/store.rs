@@ -495,15 +495,16 @@ impl KernelStore {
 /// Whether the (device, workload) pair `key` may have series: it has some already, or
 /// it may get new ones ([`device_allowed`]).
 fn admits(inner: &Inner, key: &(String, String), device: &DeviceId) -> bool {
-    inner.groups.contains_key(key) || device_allowed(inner, device, &key.1)
+    inner.groups.contains_key(key) || device_allowed(inner, device, key)
 }
 
-/// Whether a new (device, workload) pair may get series: a GPU the exporter sees, or,
-/// while it knows none, one of the workload's first few devices.
-fn device_allowed(inner: &Inner, device: &DeviceId, workload: &str) -> bool {
+/// Whether a new (device, workload) pair, keyed by the device's label, may get series:
+/// a GPU the exporter sees, or, while it knows none, one of the workload's first few
+/// devices.
+fn device_allowed(inner: &Inner, device: &DeviceId, (label, workload): &(String, String)) -> bool {
     match &inner.gpus {
         Some(gpus) => match device.uuid {
-            Some(_) => gpus.contains(&uuid_key(&device.label())),
+            Some(_) => gpus.contains(&uuid_key(label)),
             None => (device.ordinal as usize) < gpus.len(),
         },
         None => {
