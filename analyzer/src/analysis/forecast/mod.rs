@@ -19,6 +19,7 @@ pub mod decompose;
 pub mod ets;
 pub mod floor;
 pub mod hedge;
+pub mod held;
 pub mod intervals;
 pub mod linear;
 pub mod logscale;

@@ -7,6 +7,7 @@ use super::candidates::{self, Candidate, Path};
 use super::ets::{self, EtsSpec, Season, Trend};
 use super::floor;
 use super::hedge;
+use super::held;
 use super::intervals;
 use super::linear::LinearFit;
 use super::pinned;
@@ -55,7 +56,23 @@ fn plan(n: usize, h: usize, seasons: &[Season]) -> Option<(Origins, Vec<Season>)
 pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usize) -> Forecast {
     let detected_seasons = &seasons[..detected];
     let dominant = detected_seasons.first().copied();
-    let y = window(y, detected_seasons, validation::ORIGINS * h);
+    let longest = detected_seasons
+        .iter()
+        .map(|s| s.period())
+        .fold(0.0, f64::max);
+    // A pinned series holds its value whatever older blocks would prefer: naive is the
+    // only candidate, validated like any choice for its intervals.
+    let periods: Vec<f64> = detected_seasons.iter().map(|s| s.period()).collect();
+    let pinned = pinned::is_pinned(y, &periods);
+    let resumed = (!pinned && longest >= 2.0)
+        .then(|| held::cut_held(y, longest, dominant.map_or(0.0, |s| s.period())))
+        .flatten()
+        .filter(|cut| fits(cut.len(), longest));
+    let y = window(
+        resumed.as_deref().unwrap_or(y),
+        detected_seasons,
+        validation::ORIGINS * h,
+    );
     let Some((origins, seasons)) = plan(y.len(), h, seasons) else {
         return forecast_by_aicc(y, dominant, h);
     };
@@ -63,13 +80,6 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     let bounds = Bounds::of(y);
     let post = |p: &mut Path| p.point.iter_mut().for_each(|v| *v = bounds.clamp(*v));
     let dominant = dominant.filter(|s| fits(train.len(), s.period()));
-    let longest = detected_seasons
-        .iter()
-        .map(|s| s.period())
-        .fold(0.0, f64::max);
-    // A pinned series holds its value whatever older blocks would prefer: naive is the
-    // only candidate, validated like any choice for its intervals.
-    let pinned = pinned::is_pinned(y, longest);
     let all: Vec<Box<dyn Candidate>> = if pinned {
         vec![Box::new(candidates::Naive)]
     } else {
