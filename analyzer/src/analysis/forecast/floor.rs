@@ -5,7 +5,7 @@
 //! candidates) put a small positive value there instead, which misses every such step.
 
 use super::candidates::{same_phase, MEDIAN_CYCLES};
-use super::pinned::SAME as ON_FLOOR;
+use super::pinned::{MIN_RUN, SAME as ON_FLOOR};
 
 /// Sets the forecast `point` (steps 1.. after `y`) to `floor` at the steps whose phase
 /// of `period` sat on `floor` in most of the last [`MEDIAN_CYCLES`] cycles (at least
@@ -25,6 +25,23 @@ pub fn snap_to_floor(y: &[f64], period: f64, floor: f64, point: &mut [f64]) {
         if latest && same.len() >= 3 && 2 * on > same.len() {
             *p = floor;
         }
+    }
+}
+
+/// Without a season: where `y` ends on `floor` and sat on it in most of its last
+/// `point.len()` steps (at least [`MIN_RUN`]), the whole forecast is the floor, the
+/// median of such a series (a process idle but for short bursts), which a smoothed
+/// level or a mean of models lifts off it at every step.
+pub fn snap_flat_to_floor(y: &[f64], floor: f64, point: &mut [f64]) {
+    let k = point.len().max(MIN_RUN).min(y.len());
+    let recent = &y[y.len() - k..];
+    let on = recent
+        .iter()
+        .filter(|v| (*v - floor).abs() <= ON_FLOOR)
+        .count();
+    let ends_on = recent.last().is_some_and(|v| (v - floor).abs() <= ON_FLOOR);
+    if floor.is_finite() && ends_on && 2 * on > k {
+        point.iter_mut().for_each(|p| *p = floor);
     }
 }
 
@@ -87,5 +104,29 @@ mod tests {
         let mut unbounded = vec![0.1; 10];
         snap_to_floor(&y, 10.0, f64::NEG_INFINITY, &mut unbounded);
         assert!(unbounded.iter().all(|v| *v == 0.1));
+    }
+
+    #[test]
+    fn a_series_idle_but_for_bursts_is_forecast_on_its_floor() {
+        // a process at 0 with a short burst every 7 steps, idle at the end
+        let y: Vec<f64> = (0..100)
+            .map(|t| if t % 7 == 3 { 0.4 } else { 0.0 })
+            .collect();
+        let mut point = vec![0.05; 20];
+        snap_flat_to_floor(&y, 0.0, &mut point);
+        assert!(point.iter().all(|v| *v == 0.0), "{point:?}");
+        // busy most of the time: the floor is no median
+        let busy: Vec<f64> = (0..100)
+            .map(|t| if t % 3 == 0 { 0.0 } else { 0.4 })
+            .collect();
+        let mut point = vec![0.3; 20];
+        snap_flat_to_floor(&busy, 0.0, &mut point);
+        assert!(point.iter().all(|v| *v == 0.3), "{point:?}");
+        // ending in a burst: the burst is where the series is now
+        let mut bursting = y.clone();
+        bursting.push(0.4);
+        let mut point = vec![0.2; 20];
+        snap_flat_to_floor(&bursting, 0.0, &mut point);
+        assert!(point.iter().all(|v| *v == 0.2), "{point:?}");
     }
 }

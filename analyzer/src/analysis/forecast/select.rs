@@ -111,8 +111,9 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
         post(&mut path);
         model = format!("hedge({model})");
     }
-    if let Some(season) = dominant {
-        floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point);
+    match dominant {
+        Some(season) => floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point),
+        None => floor::snap_flat_to_floor(y, bounds.lower, &mut path.point),
     }
     let band = |coverage: f64, z: f64| {
         let k = validation::calibration(&choice.standardised, coverage, z) * z;
