@@ -1,57 +1,82 @@
-//! Stretches held at one exact value for a whole cycle or longer: a job stopped, then
-//! resumed. Left in, they dominate validation (every origin near them forecasts a
-//! stop or a restart that no model can time) and a smoothing model's level averages
-//! the idle with the busy. Once the series has moved again they are cut out, and the
-//! models see the job's cycles joined end to end ([`cut_held`]).
+//! Stretches where a job sat still for a whole cycle or longer, at one value or
+//! nearly (a GPU idle, its power settling): a job stopped, then resumed. Left in, they
+//! dominate validation (every origin near them forecasts a stop or a restart that no
+//! model can time) and a smoothing model's level averages the idle with the busy. Once
+//! the series has moved again they are cut out, and the models see the job's cycles
+//! joined end to end ([`cut_held`]).
 
+use std::ops::Range;
+
+use super::candidates::median;
 use super::pinned::{MIN_RUN, SAME};
 
 /// Longest cycle aligned across a cut, in steps: the search compares every shift of a
 /// whole cycle, so its cost grows with the square of the cycle.
 pub const MAX_ALIGNED: f64 = 2048.0;
 
-/// `y` without its runs of equal values at least `longest_season` and [`MIN_RUN`]
-/// steps long, the last run kept (it is the current state, which
+/// Share of the usual swing within a cycle that a still stretch may span: idle power
+/// settles by a few percent of a training step's swing; any cycle of the job's spans
+/// all of it.
+pub const STILL_SHARE: f64 = 0.05;
+
+/// `y` without its still stretches at least `longest_season` and [`MIN_RUN`] steps
+/// long, the last kept if `y` ends in it (it is the current state, which
 /// [`super::pinned::is_pinned`] judges); `None` when there is none to cut. A job
 /// resumes at any phase of its cycle: up to a cycle of `period` steps before each cut
 /// is dropped too, as much as joins the cycles after it in phase with those before.
 pub fn cut_held(y: &[f64], longest_season: f64, period: f64) -> Option<Vec<f64>> {
     let long = longest_season.ceil().max(MIN_RUN as f64) as usize;
-    let mut kept: Vec<f64> = Vec::with_capacity(y.len());
-    let mut start = 0;
-    let mut cut = None;
-    for t in 1..=y.len() {
-        if t < y.len() && (y[t] - y[t - 1]).abs() <= SAME {
-            continue;
-        }
-        if t - start >= long && t < y.len() {
-            cut = Some(kept.len());
-        } else {
-            if let Some(at) = cut.take() {
-                let next_run = next_held(y, t, long);
-                kept.truncate(at - phase_shift(&kept[..at], &y[start..next_run], period));
-            }
-            kept.extend_from_slice(&y[start..t]);
-        }
-        start = t;
+    let runs = still_runs(y, still_band(y, period), long);
+    if runs.is_empty() {
+        return None;
     }
-    (kept.len() < y.len()).then_some(kept)
+    let mut kept: Vec<f64> = y[..runs[0].start].to_vec();
+    for (i, run) in runs.iter().enumerate() {
+        let next = runs.get(i + 1).map_or(y.len(), |r| r.start);
+        let after = &y[run.end..next];
+        let shift = phase_shift(&kept, after, period);
+        kept.truncate(kept.len() - shift);
+        kept.extend_from_slice(after);
+    }
+    Some(kept)
 }
 
-/// Where the next run of `long` equal values after `from` starts (the end of `y`
-/// without one).
-fn next_held(y: &[f64], from: usize, long: usize) -> usize {
-    let mut start = from;
-    for t in from + 1..=y.len() {
-        if t < y.len() && (y[t] - y[t - 1]).abs() <= SAME {
+/// How far a still stretch of `y` may range: [`STILL_SHARE`] of the median swing of
+/// its whole cycles of `period` steps (exact repeats only without a cycle).
+fn still_band(y: &[f64], period: f64) -> f64 {
+    let m = period.round() as usize;
+    if m < 2 || y.len() < m {
+        return SAME;
+    }
+    let swings: Vec<f64> = y
+        .chunks_exact(m)
+        .map(|c| {
+            let (lo, hi) = c
+                .iter()
+                .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+            hi - lo
+        })
+        .collect();
+    (STILL_SHARE * median(swings)).max(SAME)
+}
+
+/// The stretches of `y` of at least `long` steps that span no more than `band`, but
+/// for one that lasts to the end.
+fn still_runs(y: &[f64], band: f64, long: usize) -> Vec<Range<usize>> {
+    let mut runs = Vec::new();
+    let (mut start, mut lo, mut hi) = (0, f64::MAX, f64::MIN);
+    for (t, v) in y.iter().enumerate() {
+        let (l, h) = (lo.min(*v), hi.max(*v));
+        if h - l <= band {
+            (lo, hi) = (l, h);
             continue;
         }
-        if t - start >= long && t < y.len() {
-            return start;
+        if t - start >= long {
+            runs.push(start..t);
         }
-        start = t;
+        (start, lo, hi) = (t, *v, *v);
     }
-    y.len()
+    runs
 }
 
 /// How many points to drop from the end of `before` so that `after` continues its
@@ -114,6 +139,32 @@ mod tests {
         for t in 20..cut.len() {
             assert_eq!(cut[t], cut[t - 20], "out of phase at {t} of {}", cut.len());
         }
+    }
+
+    #[test]
+    fn a_settling_idle_stretch_is_cut_and_a_smooth_cycle_is_not() {
+        // power of a 40-step training cycle (700 W, 140 W in an 8-step dip), then idle
+        // for 150 steps while it settles from 144 W to 122 W, then resumed
+        let power = |t: usize| {
+            if t % 40 < 8 {
+                140.0
+            } else {
+                690.0 + (t % 40 % 3) as f64 * 5.0
+            }
+        };
+        let mut y: Vec<f64> = (0..400).map(power).collect();
+        y.extend((0..150).map(|i| 122.0 + 22.0 * (-(i as f64) / 30.0).exp()));
+        y.extend((400..500).map(power));
+        let cut = cut_held(&y, 40.0, 40.0).expect("the idle stretch is cut");
+        assert!(cut.len() >= 460, "{}", cut.len());
+        for t in 40..cut.len() {
+            assert_eq!(cut[t], cut[t - 40], "out of phase at {t} of {}", cut.len());
+        }
+        // a slow wave moves little from step to step, but spans its swing every cycle
+        let wave: Vec<f64> = (0..2000)
+            .map(|t| (2.0 * std::f64::consts::PI * t as f64 / 500.0).sin())
+            .collect();
+        assert_eq!(cut_held(&wave, 500.0, 500.0), None);
     }
 
     #[test]
