@@ -6,6 +6,20 @@ use std::process::{Command, Output};
 
 use crate::bins::workspace_bin;
 
+/// A config for an hour at 15 s with one signal, `sm_active`: the mean SM activity of
+/// each GPU (`uuid`) from the exporter's `poolprof_gpu_sm_active_ratio`.
+pub const SM_ACTIVE_CONFIG: &str = r#"
+[analysis]
+lookback = "1h"
+step = "15s"
+horizons = ["15m"]
+
+[[signals]]
+name = "sm_active"
+identity = "uuid"
+query = "avg by (uuid) (poolprof_gpu_sm_active_ratio)"
+"#;
+
 /// Runs the workspace's poolprof-analyzer with `args` to its end.
 pub fn analyzer(args: &[&str]) -> Output {
     Command::new(workspace_bin("poolprof-analyzer"))

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use poolprof_e2e::analyzer_cli::{run_once, stderr, write};
+use poolprof_e2e::analyzer_cli::{run_once, stderr, write, SM_ACTIVE_CONFIG};
 use poolprof_e2e::bins::workspace_bin;
 use poolprof_e2e::ports::free_port;
 use poolprof_e2e::process::ChildGuard;
@@ -43,22 +43,12 @@ fn small_history(dir: &Path) -> Prometheus {
     Prometheus::start_on_data_dir(&data, &PrometheusConfig::default())
 }
 
-const SIGNALS: &str = r#"
-[analysis]
-lookback = "1h"
-step = "15s"
-horizons = ["15m"]
-
-[[signals]]
-name = "sm_active"
-identity = "uuid"
-query = "avg by (uuid) (poolprof_gpu_sm_active_ratio)"
-
-[[signals]]
-name = "absent"
-identity = "uuid"
-query = "avg by (uuid) (poolprof_no_such_metric)"
-"#;
+/// [`SM_ACTIVE_CONFIG`] and a signal whose query finds no series.
+fn signals() -> String {
+    format!(
+        "{SM_ACTIVE_CONFIG}\n[[signals]]\nname = \"absent\"\nidentity = \"uuid\"\nquery = \"avg by (uuid) (poolprof_no_such_metric)\"\n"
+    )
+}
 
 #[test]
 fn an_unreachable_source_exits_3_and_names_the_url() {
@@ -108,7 +98,7 @@ fn a_bad_config_exits_2_naming_file_and_field() {
 fn a_refusing_pushgateway_exits_4_and_the_group_keeps_its_old_content() {
     let dir = tempfile::tempdir().unwrap();
     let prom = small_history(dir.path());
-    let config = write(dir.path(), "signals.toml", SIGNALS);
+    let config = write(dir.path(), "signals.toml", &signals());
     let end = END.to_string();
     let base = ["--config", &config, "--end", &end];
 
@@ -147,11 +137,11 @@ fn a_refusing_pushgateway_exits_4_and_the_group_keeps_its_old_content() {
         "other",
         "# TYPE poolprof_forecast_time_to_threshold_seconds counter\npoolprof_forecast_time_to_threshold_seconds 1\n",
     );
-    let capacity = SIGNALS.replace(
+    let capacity = signals().replace(
         "query = \"avg by (uuid) (poolprof_gpu_sm_active_ratio)\"",
         "query = \"avg by (uuid) (poolprof_gpu_sm_active_ratio)\"\ncapacity = 'label_replace(vector(0.5), \"uuid\", \"GPU-a\", \"\", \"\")'",
     );
-    assert_ne!(capacity, SIGNALS);
+    assert_ne!(capacity, signals());
     let config = write(dir.path(), "capacity.toml", &capacity);
     let out = run_once(
         &prom.url(),
@@ -170,7 +160,7 @@ fn a_refusing_pushgateway_exits_4_and_the_group_keeps_its_old_content() {
 fn empty_results_warn_and_nan_inf_are_dropped_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let prom = small_history(dir.path());
-    let config = write(dir.path(), "signals.toml", SIGNALS);
+    let config = write(dir.path(), "signals.toml", &signals());
     let end = END.to_string();
     let out = run_once(&prom.url(), &["--config", &config, "--end", &end]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -206,7 +196,7 @@ fn empty_results_warn_and_nan_inf_are_dropped_and_counted() {
 fn serve_exposes_the_latest_results_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let prom = small_history(dir.path());
-    let config = write(dir.path(), "signals.toml", SIGNALS);
+    let config = write(dir.path(), "signals.toml", &signals());
     let listen = format!("127.0.0.1:{}", free_port());
     let mut cmd = Command::new(workspace_bin("poolprof-analyzer"));
     cmd.args([

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use poolprof_e2e::analyzer_cli::{analyzer, run_once, stderr, write};
+use poolprof_e2e::analyzer_cli::{analyzer, run_once, stderr, write, SM_ACTIVE_CONFIG};
 use poolprof_e2e::bins::workspace_bin;
 use poolprof_e2e::ports::free_port;
 use poolprof_e2e::process::ChildGuard;
@@ -193,18 +193,6 @@ fn a_truncated_answer_exits_3_and_says_so() {
     );
 }
 
-const SIGNALS: &str = r#"
-[analysis]
-lookback = "1h"
-step = "15s"
-horizons = ["15m"]
-
-[[signals]]
-name = "sm_active"
-identity = "uuid"
-query = "avg by (uuid) (poolprof_gpu_sm_active_ratio)"
-"#;
-
 #[test]
 fn a_poisoned_series_in_prometheus_does_not_stop_the_good_ones_being_pushed() {
     let dir = tempfile::tempdir().unwrap();
@@ -236,7 +224,7 @@ fn a_poisoned_series_in_prometheus_does_not_stop_the_good_ones_being_pushed() {
     backfill_openmetrics(Path::new(&file), &data);
     let prom = Prometheus::start_on_data_dir(&data, &PrometheusConfig::default());
     let gateway = Pushgateway::start();
-    let config = write(dir.path(), "signals.toml", SIGNALS);
+    let config = write(dir.path(), "signals.toml", SM_ACTIVE_CONFIG);
     let end = END.to_string();
     let out = run_once(
         &prom.url(),
