@@ -215,27 +215,43 @@ pub enum LogFormat {
 
 /// Parses a humantime duration (`500ms`, `1s`, `2m`) within the allowed bounds.
 pub fn parse_collect_interval(value: &str) -> Result<Duration, String> {
-    let interval = humantime::parse_duration(value)
-        .map_err(|e| format!("{e}: write a duration such as 500ms, 1s or 1m"))?;
-    if !(MIN_COLLECT_INTERVAL..=MAX_COLLECT_INTERVAL).contains(&interval) {
-        return Err(format!(
-            "{value} is outside {} to {}",
-            humantime::format_duration(MIN_COLLECT_INTERVAL),
-            humantime::format_duration(MAX_COLLECT_INTERVAL)
-        ));
-    }
-    Ok(interval)
+    parse_duration_within(
+        value,
+        MIN_COLLECT_INTERVAL,
+        MAX_COLLECT_INTERVAL,
+        "500ms, 1s or 1m",
+    )
 }
 
 /// Parses `--kubelet.pod-resources-interval`: 1s to 1h, since each poll is a call
 /// to the kubelet.
 pub fn parse_kubelet_interval(value: &str) -> Result<Duration, String> {
-    let interval = humantime::parse_duration(value)
-        .map_err(|e| format!("{e}: write a duration such as 10s or 1m"))?;
-    if !(Duration::from_secs(1)..=Duration::from_secs(3600)).contains(&interval) {
-        return Err(format!("{value} is outside 1s to 1h"));
+    parse_duration_within(
+        value,
+        Duration::from_secs(1),
+        Duration::from_secs(3600),
+        "10s or 1m",
+    )
+}
+
+/// Parses a humantime duration from `min` to `max`; a value that is no duration is
+/// answered with `examples` of one, a value out of bounds with the bounds.
+pub fn parse_duration_within(
+    value: &str,
+    min: Duration,
+    max: Duration,
+    examples: &str,
+) -> Result<Duration, String> {
+    let d = humantime::parse_duration(value)
+        .map_err(|e| format!("{e}: write a duration such as {examples}"))?;
+    if !(min..=max).contains(&d) {
+        return Err(format!(
+            "{value} is outside {} to {}",
+            humantime::format_duration(min),
+            humantime::format_duration(max)
+        ));
     }
-    Ok(interval)
+    Ok(d)
 }
 
 #[cfg(test)]
@@ -325,6 +341,24 @@ mod tests {
             .contains("outside"));
         assert!(parse_collect_interval("soon").is_err());
         assert!(parse(&["--collect-interval", "5ms"]).is_err());
+    }
+
+    #[test]
+    fn duration_errors_give_examples_and_bounds() {
+        assert_eq!(
+            parse_kubelet_interval("2h").unwrap_err(),
+            "2h is outside 1s to 1h"
+        );
+        assert!(parse_kubelet_interval("often")
+            .unwrap_err()
+            .ends_with(": write a duration such as 10s or 1m"));
+        assert_eq!(
+            parse_collect_interval("5ms").unwrap_err(),
+            "5ms is outside 100ms to 1h"
+        );
+        assert!(parse_collect_interval("soon")
+            .unwrap_err()
+            .ends_with(": write a duration such as 500ms, 1s or 1m"));
     }
 
     #[test]

@@ -85,6 +85,15 @@ fn plain_options() -> ServerOptions {
     }
 }
 
+/// A server like [`plain_options`]'s, serving with `config` (TLS, basic auth).
+fn start_with_web_config(config: WebConfig) -> Running {
+    let options = ServerOptions {
+        web_config: Some(config),
+        ..plain_options()
+    };
+    start(options, routes(true))
+}
+
 fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -275,45 +284,42 @@ async fn requests_beyond_max_requests_get_503_at_once() {
     server.stop().await;
 }
 
-#[tokio::test]
-async fn a_client_that_never_finishes_its_headers_is_dropped() {
+/// Connects to a server with a 300 ms header timeout and sends `sent`: what the server
+/// wrote before it closed the connection, or `None` if it still held it after 5 s.
+async fn closed_after_sending(sent: &[u8]) -> Option<Vec<u8>> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let options = ServerOptions {
         header_read_timeout: Duration::from_millis(300),
         ..ServerOptions::default()
     };
     let server = start(options, routes(true));
-    let mut slow = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    slow.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
-        .await
-        .unwrap();
+    let mut stream = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    stream.write_all(sent).await.unwrap();
     let mut buffer = Vec::new();
-    let closed = tokio::time::timeout(Duration::from_secs(5), slow.read_to_end(&mut buffer)).await;
-    assert!(
-        closed.is_ok(),
-        "the server closes a connection stuck in its headers"
-    );
+    let closed =
+        tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buffer)).await;
+    drop(stream);
+    server.stop().await;
+    closed.ok().map(|_| buffer)
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_headers_is_dropped() {
+    let buffer = closed_after_sending(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .expect("the server closes a connection stuck in its headers");
     assert!(
         !String::from_utf8_lossy(&buffer).contains("200 OK"),
         "an incomplete request is not served"
     );
-    server.stop().await;
 }
 
 #[tokio::test]
 async fn a_client_that_sends_nothing_is_dropped() {
-    use tokio::io::AsyncReadExt;
-    let options = ServerOptions {
-        header_read_timeout: Duration::from_millis(300),
-        ..ServerOptions::default()
-    };
-    let server = start(options, routes(true));
-    let mut silent = tokio::net::TcpStream::connect(server.addr).await.unwrap();
-    let mut buffer = Vec::new();
-    let closed =
-        tokio::time::timeout(Duration::from_secs(5), silent.read_to_end(&mut buffer)).await;
-    assert!(closed.is_ok(), "the server closes a silent connection");
-    server.stop().await;
+    assert!(
+        closed_after_sending(b"").await.is_some(),
+        "the server closes a silent connection"
+    );
 }
 
 #[tokio::test]
@@ -432,14 +438,7 @@ const TLS_YAML: &str = "tls_server_config:\n  cert_file: server.crt\n  key_file:
 async fn tls_serves_a_client_that_trusts_the_ca() {
     let pki = pki();
     let config = web_config(pki.dir.path(), TLS_YAML);
-    let server = start(
-        ServerOptions {
-            max_requests: 40,
-            web_config: Some(config),
-            ..ServerOptions::default()
-        },
-        routes(true),
-    );
+    let server = start_with_web_config(config);
     let response = tls_client(&pki, false)
         .get(server.url("https", "/metrics"))
         .send()
@@ -460,14 +459,7 @@ async fn tls_serves_a_client_that_trusts_the_ca() {
 async fn min_version_tls13_refuses_a_tls12_client() {
     let pki = pki();
     let config = web_config(pki.dir.path(), &format!("{TLS_YAML}  min_version: TLS13\n"));
-    let server = start(
-        ServerOptions {
-            max_requests: 40,
-            web_config: Some(config),
-            ..ServerOptions::default()
-        },
-        routes(true),
-    );
+    let server = start_with_web_config(config);
     let url = server.url("https", "/metrics");
     let tls12_client = reqwest::Client::builder()
         .use_rustls_tls()
@@ -492,14 +484,7 @@ async fn mutual_tls_requires_a_client_certificate() {
         "{TLS_YAML}  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
     );
     let config = web_config(pki.dir.path(), &yaml);
-    let server = start(
-        ServerOptions {
-            max_requests: 40,
-            web_config: Some(config),
-            ..ServerOptions::default()
-        },
-        routes(true),
-    );
+    let server = start_with_web_config(config);
     let url = server.url("https", "/metrics");
     let without = tls_client(&pki, false).get(&url).send().await;
     assert!(
@@ -517,14 +502,7 @@ async fn basic_auth_over_tls() {
     let hash = bcrypt::hash("hunter2", 4).unwrap();
     let yaml = format!("{TLS_YAML}basic_auth_users:\n  prometheus: '{hash}'\nhttp_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n");
     let config = web_config(pki.dir.path(), &yaml);
-    let server = start(
-        ServerOptions {
-            max_requests: 40,
-            web_config: Some(config),
-            ..ServerOptions::default()
-        },
-        routes(true),
-    );
+    let server = start_with_web_config(config);
     let client = tls_client(&pki, false);
     let url = server.url("https", "/metrics");
 
@@ -591,14 +569,7 @@ async fn a_wrong_password_flood_does_not_starve_authenticated_scrapes() {
     // A real cost, so that each bcrypt the flood gets is expensive.
     let hash = bcrypt::hash("scrape-secret", 8).unwrap();
     let yaml = format!("basic_auth_users:\n  prometheus: '{hash}'\n");
-    let server = start(
-        ServerOptions {
-            max_requests: 40,
-            web_config: Some(web_config(dir.path(), &yaml)),
-            ..ServerOptions::default()
-        },
-        routes(true),
-    );
+    let server = start_with_web_config(web_config(dir.path(), &yaml));
     let url = server.url("http", "/metrics");
     let from = |ip: [u8; 4]| {
         reqwest::Client::builder()

@@ -18,6 +18,7 @@
 //! assert_eq!(up[0].value, 1.0);
 //! ```
 
+pub mod analyzer_cli;
 pub mod api;
 pub mod bins;
 pub mod dashboards;

@@ -2,11 +2,11 @@
 //! against real servers (DESIGN.md: 2 bad input, 3 source unreachable, 4 sink refused),
 //! plus empty results, NaN/Inf samples and `serve`.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
+use poolprof_e2e::analyzer_cli::{run_once, stderr, write, SM_ACTIVE_CONFIG};
 use poolprof_e2e::bins::workspace_bin;
 use poolprof_e2e::ports::free_port;
 use poolprof_e2e::process::ChildGuard;
@@ -17,26 +17,6 @@ use poolprof_e2e::server::get_text;
 use poolprof_e2e::wait;
 
 const END: f64 = 1_767_225_600.0;
-
-fn analyzer(args: &[&str]) -> Output {
-    Command::new(workspace_bin("poolprof-analyzer"))
-        .args(args)
-        .output()
-        .expect("poolprof-analyzer runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::File::create(&path)
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    path.display().to_string()
-}
 
 /// An hour at 15 s of one GPU's SM activity: a 300 s square wave with one NaN and two
 /// infinite samples, backfilled into a fresh Prometheus.
@@ -63,36 +43,17 @@ fn small_history(dir: &Path) -> Prometheus {
     Prometheus::start_on_data_dir(&data, &PrometheusConfig::default())
 }
 
-const SIGNALS: &str = r#"
-[analysis]
-lookback = "1h"
-step = "15s"
-horizons = ["15m"]
-
-[[signals]]
-name = "sm_active"
-identity = "uuid"
-query = "avg by (uuid) (poolprof_gpu_sm_active_ratio)"
-
-[[signals]]
-name = "absent"
-identity = "uuid"
-query = "avg by (uuid) (poolprof_no_such_metric)"
-"#;
+/// [`SM_ACTIVE_CONFIG`] and a signal whose query finds no series.
+fn signals() -> String {
+    format!(
+        "{SM_ACTIVE_CONFIG}\n[[signals]]\nname = \"absent\"\nidentity = \"uuid\"\nquery = \"avg by (uuid) (poolprof_no_such_metric)\"\n"
+    )
+}
 
 #[test]
 fn an_unreachable_source_exits_3_and_names_the_url() {
     let url = format!("http://127.0.0.1:{}", free_port());
-    let out = analyzer(&[
-        "run",
-        "--once",
-        "--prometheus",
-        &url,
-        "--attempts",
-        "2",
-        "--timeout",
-        "2s",
-    ]);
+    let out = run_once(&url, &["--attempts", "2", "--timeout", "2s"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
@@ -110,14 +71,7 @@ fn a_promql_error_exits_2_with_prometheus_message() {
         "bad.toml",
         "[[signals]]\nname = \"bad\"\nidentity = \"uuid\"\nquery = \"rate(poolprof_gpu_sm_active_ratio[5m]\"\n",
     );
-    let out = analyzer(&[
-        "run",
-        "--once",
-        "--prometheus",
-        &prom.url(),
-        "--config",
-        &config,
-    ]);
+    let out = run_once(&prom.url(), &["--config", &config]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     // Prometheus's own parser message, verbatim.
@@ -131,14 +85,7 @@ fn a_promql_error_exits_2_with_prometheus_message() {
 fn a_bad_config_exits_2_naming_file_and_field() {
     let dir = tempfile::tempdir().unwrap();
     let config = write(dir.path(), "a.toml", "[analysis]\nlookback = \"forever\"\n");
-    let out = analyzer(&[
-        "run",
-        "--once",
-        "--prometheus",
-        "http://127.0.0.1:1",
-        "--config",
-        &config,
-    ]);
+    let out = run_once("http://127.0.0.1:1", &["--config", &config]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(
@@ -151,24 +98,16 @@ fn a_bad_config_exits_2_naming_file_and_field() {
 fn a_refusing_pushgateway_exits_4_and_the_group_keeps_its_old_content() {
     let dir = tempfile::tempdir().unwrap();
     let prom = small_history(dir.path());
-    let config = write(dir.path(), "signals.toml", SIGNALS);
+    let config = write(dir.path(), "signals.toml", &signals());
     let end = END.to_string();
-    let base = [
-        "run",
-        "--once",
-        "--prometheus",
-        &prom.url(),
-        "--config",
-        &config,
-        "--end",
-        &end,
-    ];
+    let base = ["--config", &config, "--end", &end];
 
     // A URL that answers but is no Pushgateway: Prometheus refuses the PUT.
-    let mut args = base.to_vec();
     let not_a_gateway = prom.url();
-    args.extend(["--push", &not_a_gateway]);
-    let out = analyzer(&args);
+    let out = run_once(
+        &prom.url(),
+        &[&base[..], &["--push", &not_a_gateway]].concat(),
+    );
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
@@ -178,23 +117,16 @@ fn a_refusing_pushgateway_exits_4_and_the_group_keeps_its_old_content() {
 
     // A real Pushgateway holding an earlier push: a refused run must not touch it.
     let gateway = Pushgateway::start();
-    let mut args = base.to_vec();
     let gateway_url = gateway.url();
-    args.extend(["--push", &gateway_url]);
-    assert_eq!(analyzer(&args).status.code(), Some(0));
+    let pushing = [&base[..], &["--push", &gateway_url]].concat();
+    assert_eq!(run_once(&prom.url(), &pushing).status.code(), Some(0));
     let before = gateway.samples("poolprof_workload_period_seconds");
     assert_eq!(before.len(), 1, "{before:?}");
     let unreachable_source = format!("http://127.0.0.1:{}", free_port());
-    let out = analyzer(&[
-        "run",
-        "--once",
-        "--prometheus",
+    let out = run_once(
         &unreachable_source,
-        "--attempts",
-        "1",
-        "--push",
-        &gateway.url(),
-    ]);
+        &["--attempts", "1", "--push", &gateway_url],
+    );
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(gateway.samples("poolprof_workload_period_seconds"), before);
 
@@ -205,24 +137,16 @@ fn a_refusing_pushgateway_exits_4_and_the_group_keeps_its_old_content() {
         "other",
         "# TYPE poolprof_forecast_time_to_threshold_seconds counter\npoolprof_forecast_time_to_threshold_seconds 1\n",
     );
-    let capacity = SIGNALS.replace(
+    let capacity = signals().replace(
         "query = \"avg by (uuid) (poolprof_gpu_sm_active_ratio)\"",
         "query = \"avg by (uuid) (poolprof_gpu_sm_active_ratio)\"\ncapacity = 'label_replace(vector(0.5), \"uuid\", \"GPU-a\", \"\", \"\")'",
     );
-    assert_ne!(capacity, SIGNALS);
+    assert_ne!(capacity, signals());
     let config = write(dir.path(), "capacity.toml", &capacity);
-    let out = analyzer(&[
-        "run",
-        "--once",
-        "--prometheus",
+    let out = run_once(
         &prom.url(),
-        "--config",
-        &config,
-        "--end",
-        &end,
-        "--push",
-        &gateway_url,
-    ]);
+        &["--config", &config, "--end", &end, "--push", &gateway_url],
+    );
     assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
     assert!(stderr(&out).contains("HTTP 400"), "{}", stderr(&out));
     assert_eq!(gateway.samples("poolprof_workload_period_seconds"), before);
@@ -236,18 +160,9 @@ fn a_refusing_pushgateway_exits_4_and_the_group_keeps_its_old_content() {
 fn empty_results_warn_and_nan_inf_are_dropped_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let prom = small_history(dir.path());
-    let config = write(dir.path(), "signals.toml", SIGNALS);
+    let config = write(dir.path(), "signals.toml", &signals());
     let end = END.to_string();
-    let out = analyzer(&[
-        "run",
-        "--once",
-        "--prometheus",
-        &prom.url(),
-        "--config",
-        &config,
-        "--end",
-        &end,
-    ]);
+    let out = run_once(&prom.url(), &["--config", &config, "--end", &end]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("returned no series"),
@@ -281,7 +196,7 @@ fn empty_results_warn_and_nan_inf_are_dropped_and_counted() {
 fn serve_exposes_the_latest_results_and_stops_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let prom = small_history(dir.path());
-    let config = write(dir.path(), "signals.toml", SIGNALS);
+    let config = write(dir.path(), "signals.toml", &signals());
     let listen = format!("127.0.0.1:{}", free_port());
     let mut cmd = Command::new(workspace_bin("poolprof-analyzer"));
     cmd.args([

@@ -5,11 +5,12 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use poolprof_e2e::analyzer_cli::{analyzer, run_once, stderr, write, SM_ACTIVE_CONFIG};
 use poolprof_e2e::bins::workspace_bin;
 use poolprof_e2e::ports::free_port;
 use poolprof_e2e::process::ChildGuard;
@@ -19,23 +20,6 @@ use poolprof_e2e::pushgateway::Pushgateway;
 use poolprof_e2e::wait;
 
 const END: f64 = 1_767_225_600.0;
-
-fn analyzer(args: &[&str]) -> Output {
-    Command::new(workspace_bin("poolprof-analyzer"))
-        .args(args)
-        .output()
-        .expect("poolprof-analyzer runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> String {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path.display().to_string()
-}
 
 /// A local HTTP server: every request is read, then `answer` runs on its own thread
 /// with the raw request and writes whatever it likes to the stream (or nothing).
@@ -181,7 +165,7 @@ fn a_csv_with_an_unterminated_quote_exits_2_naming_the_line() {
 fn a_source_answering_malformed_json_exits_3() {
     for body in ["<html>proxy error page</html>", r#"{"unexpected":"shape"}"#] {
         let (url, seen) = raw_server(move |s| respond_200(s, body));
-        let out = analyzer(&["run", "--once", "--prometheus", &url, "--attempts", "1"]);
+        let out = run_once(&url, &["--attempts", "1"]);
         assert_eq!(out.status.code(), Some(3), "{body}: {}", stderr(&out));
         let err = stderr(&out);
         assert!(err.contains(&url) && err.contains("malformed"), "{err}");
@@ -200,7 +184,7 @@ fn a_truncated_answer_exits_3_and_says_so() {
         let _ = s.write_all(head.as_bytes());
         let _ = s.write_all(body.as_bytes());
     });
-    let out = analyzer(&["run", "--once", "--prometheus", &url, "--attempts", "1"]);
+    let out = run_once(&url, &["--attempts", "1"]);
     assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
@@ -208,18 +192,6 @@ fn a_truncated_answer_exits_3_and_says_so() {
         "{err}"
     );
 }
-
-const SIGNALS: &str = r#"
-[analysis]
-lookback = "1h"
-step = "15s"
-horizons = ["15m"]
-
-[[signals]]
-name = "sm_active"
-identity = "uuid"
-query = "avg by (uuid) (poolprof_gpu_sm_active_ratio)"
-"#;
 
 #[test]
 fn a_poisoned_series_in_prometheus_does_not_stop_the_good_ones_being_pushed() {
@@ -252,20 +224,12 @@ fn a_poisoned_series_in_prometheus_does_not_stop_the_good_ones_being_pushed() {
     backfill_openmetrics(Path::new(&file), &data);
     let prom = Prometheus::start_on_data_dir(&data, &PrometheusConfig::default());
     let gateway = Pushgateway::start();
-    let config = write(dir.path(), "signals.toml", SIGNALS);
+    let config = write(dir.path(), "signals.toml", SM_ACTIVE_CONFIG);
     let end = END.to_string();
-    let out = analyzer(&[
-        "run",
-        "--once",
-        "--prometheus",
+    let out = run_once(
         &prom.url(),
-        "--config",
-        &config,
-        "--end",
-        &end,
-        "--push",
-        &gateway.url(),
-    ]);
+        &["--config", &config, "--end", &end, "--push", &gateway.url()],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let periods = gateway.samples("poolprof_workload_period_seconds");
     for good in ["GPU-good-0", "GPU-good-1", "GPU-huge"] {
@@ -293,6 +257,30 @@ fn a_poisoned_series_in_prometheus_does_not_stop_the_good_ones_being_pushed() {
 /// A source that takes every request and never answers.
 fn silent_source() -> (String, Arc<AtomicUsize>) {
     raw_server(|_| std::thread::sleep(Duration::from_secs(120)))
+}
+
+/// Waits until the source has seen a query, sends SIGTERM, and expects `child` to
+/// exit with 0 within 5 s.
+fn terminate_once_queried(child: &mut ChildGuard, seen: &AtomicUsize) {
+    wait::until(
+        "the run to query the source",
+        Duration::from_secs(30),
+        || {
+            if seen.load(Ordering::SeqCst) > 0 {
+                Ok(())
+            } else {
+                Err(format!("no query yet; log:\n{}", child.log_tail()))
+            }
+        },
+    );
+    child.terminate();
+    let status = wait_for_exit(child, Duration::from_secs(5));
+    assert!(
+        status.success(),
+        "{} exited {status}; log:\n{}",
+        child.name(),
+        child.log_tail()
+    );
 }
 
 fn wait_for_exit(child: &mut ChildGuard, within: Duration) -> std::process::ExitStatus {
@@ -325,24 +313,7 @@ fn sigterm_mid_run_stops_serve_within_5_s_with_exit_0() {
         cmd,
         &dir.path().join("serve.log"),
     );
-    wait::until(
-        "the run to query the source",
-        Duration::from_secs(30),
-        || {
-            if seen.load(Ordering::SeqCst) > 0 {
-                Ok(())
-            } else {
-                Err(format!("no query yet; log:\n{}", child.log_tail()))
-            }
-        },
-    );
-    child.terminate();
-    let status = wait_for_exit(&mut child, Duration::from_secs(5));
-    assert!(
-        status.success(),
-        "serve exited {status}; log:\n{}",
-        child.log_tail()
-    );
+    terminate_once_queried(&mut child, &seen);
 }
 
 #[test]
@@ -358,24 +329,7 @@ fn sigterm_mid_run_stops_run_once_within_5_s_with_exit_0_and_nothing_pushed() {
         cmd,
         &dir.path().join("run.log"),
     );
-    wait::until(
-        "the run to query the source",
-        Duration::from_secs(30),
-        || {
-            if seen.load(Ordering::SeqCst) > 0 {
-                Ok(())
-            } else {
-                Err(format!("no query yet; log:\n{}", child.log_tail()))
-            }
-        },
-    );
-    child.terminate();
-    let status = wait_for_exit(&mut child, Duration::from_secs(5));
-    assert!(
-        status.success(),
-        "run --once exited {status}; log:\n{}",
-        child.log_tail()
-    );
+    terminate_once_queried(&mut child, &seen);
     assert!(
         gateway
             .samples("poolprof_analyzer_series_analyzed")

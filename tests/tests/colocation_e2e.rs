@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use poolprof_e2e::analyzer_cli::analyzer;
 use poolprof_e2e::bins::workspace_bin;
 use poolprof_e2e::history;
 use poolprof_e2e::ports::free_port;
@@ -114,13 +115,6 @@ fn append_chat_a_kernels(history: &Path) {
     }
     out.push_str("\n# EOF\n");
     std::fs::write(history, out).unwrap();
-}
-
-fn analyzer(args: &[&str]) -> std::process::Output {
-    Command::new(workspace_bin("poolprof-analyzer"))
-        .args(args)
-        .output()
-        .expect("poolprof-analyzer runs")
 }
 
 #[test]

@@ -148,17 +148,9 @@ impl KernelFlags {
     }
 }
 
+/// A duration from `min` to `max`, with the kernel flags' examples of one.
 fn parse_between(value: &str, min: Duration, max: Duration) -> Result<Duration, String> {
-    let d = humantime::parse_duration(value)
-        .map_err(|e| format!("{e}: write a duration such as 500ms, 5s or 1m"))?;
-    if !(min..=max).contains(&d) {
-        return Err(format!(
-            "{value} is outside {} to {}",
-            humantime::format_duration(min),
-            humantime::format_duration(max)
-        ));
-    }
-    Ok(d)
+    crate::cli::parse_duration_within(value, min, max, "500ms, 5s or 1m")
 }
 
 fn parse_expiry(value: &str) -> Result<Duration, String> {
@@ -220,5 +212,17 @@ mod tests {
                 "{bad}: {err}"
             );
         }
+        // the messages name examples of a duration, and the bounds
+        let err = parse(&["--kernels.frame-timeout=soon"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("write a duration such as 500ms, 5s or 1m"),
+            "{err}"
+        );
+        let err = parse(&["--kernels.idle-timeout=2h"])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("2h is outside 1s to 1h"), "{err}");
     }
 }

@@ -662,24 +662,29 @@ mod tests {
         assert_eq!(launches(&f, &[("kernel", "other")]), Some(2980.0));
     }
 
+    /// Two connections that said hello as `w`, held (and returned) while a third is
+    /// closed at once and its refusal counted as `reason`.
+    fn two_held_and_a_third_refused(f: &Fixture, reason: &str) -> Vec<UnixStream> {
+        let mut held = Vec::new();
+        for _ in 0..2 {
+            let mut s = connect(f);
+            s.write_all(&hello(Some("w"))).unwrap();
+            held.push(s);
+        }
+        eventually("two connected", || f.listener.store().connected() == 2);
+        let mut third = connect(f);
+        assert!(closed_by_peer(&mut third));
+        eventually("refusal counted", || rejected(f, reason) == 1.0);
+        held
+    }
+
     #[test]
     fn connections_over_the_limit_are_refused() {
         let f = start(KernelLimits {
             max_processes: 2,
             ..Default::default()
         });
-        let mut held = Vec::new();
-        for _ in 0..2 {
-            let mut s = connect(&f);
-            s.write_all(&hello(Some("w"))).unwrap();
-            held.push(s);
-        }
-        eventually("two connected", || f.listener.store().connected() == 2);
-        let mut third = connect(&f);
-        assert!(closed_by_peer(&mut third));
-        eventually("refusal counted", || {
-            rejected(&f, "too_many_processes") == 1.0
-        });
+        let _held = two_held_and_a_third_refused(&f, "too_many_processes");
     }
 
     #[test]
@@ -688,18 +693,7 @@ mod tests {
             max_processes_per_user: 2,
             ..Default::default()
         });
-        let mut held = Vec::new();
-        for _ in 0..2 {
-            let mut s = connect(&f);
-            s.write_all(&hello(Some("w"))).unwrap();
-            held.push(s);
-        }
-        eventually("two connected", || f.listener.store().connected() == 2);
-        let mut third = connect(&f);
-        assert!(closed_by_peer(&mut third));
-        eventually("refusal counted", || {
-            rejected(&f, "too_many_user_processes") == 1.0
-        });
+        let mut held = two_held_and_a_third_refused(&f, "too_many_user_processes");
         // a slot given back can be taken again
         drop(held.pop());
         eventually("one left", || f.listener.store().connected() == 1);

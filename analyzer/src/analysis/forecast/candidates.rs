@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::breaks::{carries_trend, shorter, Regimes, MIN_SEGMENT};
-use super::decompose::Seasonals;
+use super::decompose::{Scale, Seasonals};
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
 use super::logscale::LogDecomposed;
@@ -232,28 +232,28 @@ impl Candidate for Ets {
 /// Decompositions by prefix length, shared by the candidates that decompose the same
 /// way, so that each origin is decomposed once; the prefixes' regimes are shared with
 /// every candidate.
-pub struct DecompositionCache(Mutex<Vec<(usize, Arc<Split>)>>, Arc<Regimes>);
+pub struct DecompositionCache(Mutex<Vec<(usize, Arc<Split>)>>, Arc<Regimes>, Scale);
 
 /// A decomposition and the series adjusted by it.
 type Split = (Seasonals, Vec<f64>);
 
 impl DecompositionCache {
-    /// An empty cache for prefixes whose regimes are `regimes`.
-    pub fn new(regimes: Arc<Regimes>) -> Self {
-        Self(Mutex::default(), regimes)
+    /// An empty cache for prefixes whose regimes are `regimes`, decomposed on `scale`.
+    pub fn new(regimes: Arc<Regimes>, scale: Scale) -> Self {
+        Self(Mutex::default(), regimes, scale)
     }
 
     /// The seasonals of `y` (of its part since the last break, where that holds three of
-    /// the longest cycles) and that part adjusted by them.
+    /// the longest cycles) on the cache's scale, and that part adjusted by them.
     fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
         let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let key = y.len();
         if let Some((_, d)) = cache.iter().find(|(n, _)| *n == key) {
             return d.clone();
         }
-        let y = profile_part(&self.1, y, seasons);
-        let seasonals = Seasonals::of(y, seasons);
-        let adjusted = seasonals.adjust(y);
+        let y = self.2.of(profile_part(&self.1, y, seasons));
+        let seasonals = Seasonals::of(&y, seasons);
+        let adjusted = seasonals.adjust(&y);
         let d = Arc::new((seasonals, adjusted));
         cache.push((key, d.clone()));
         d
@@ -273,7 +273,8 @@ pub(super) fn profile_part<'a>(regimes: &Regimes, y: &'a [f64], seasons: &[Seaso
     }
 }
 
-/// Every season removed by [`Seasonals`], then non-seasonal ETS or Theta on the rest.
+/// Every season removed by [`Seasonals`], then non-seasonal ETS or Theta on the rest;
+/// forecasts on the scale of its cache.
 pub struct Decomposed {
     /// The seasons, dominant first.
     pub seasons: Vec<Season>,
@@ -283,6 +284,35 @@ pub struct Decomposed {
     pub fit: EtsFit,
     /// Theta: simple smoothing plus half the line's slope, instead of the ETS trend.
     pub theta: bool,
+}
+
+impl Decomposed {
+    /// ETS(A,N,N) fitted to `train` adjusted by `cache`'s decomposition with `seasons`;
+    /// a damped trend there was rarely chosen and costs another optimisation.
+    pub fn build(train: &[f64], seasons: &[Season], cache: Arc<DecompositionCache>) -> Self {
+        let adjusted = cache.get(train, seasons).1.clone();
+        let spec = EtsSpec {
+            trend: Trend::None,
+            season: None,
+        };
+        let fit = ets::fit(&adjusted, spec, LEVEL_EVALS);
+        Decomposed {
+            seasons: seasons.to_vec(),
+            cache,
+            fit,
+            theta: false,
+        }
+    }
+
+    /// The same decomposition and fit with Theta's drift (sharing the decompositions).
+    pub fn with_theta(&self) -> Self {
+        Decomposed {
+            seasons: self.seasons.clone(),
+            cache: self.cache.clone(),
+            fit: self.fit.clone(),
+            theta: true,
+        }
+    }
 }
 
 impl Candidate for Decomposed {
@@ -361,23 +391,11 @@ pub fn build(
         out.push(Box::new(Ets(fit, regimes.clone())));
     }
     if !seasons.is_empty() {
-        let cache = Arc::new(DecompositionCache::new(regimes.clone()));
-        let adjusted = cache.get(train, seasons).1.clone();
-        // ETS(A,N,N) on the adjusted series, and Theta from the same fit; a damped
-        // trend there was rarely chosen and costs another optimisation.
-        let spec = EtsSpec {
-            trend: Trend::None,
-            season: None,
-        };
-        let fit = ets::fit(&adjusted, spec, LEVEL_EVALS);
-        for theta in [false, true] {
-            out.push(Box::new(Decomposed {
-                seasons: seasons.to_vec(),
-                cache: cache.clone(),
-                fit: fit.clone(),
-                theta,
-            }));
-        }
+        let cache = Arc::new(DecompositionCache::new(regimes.clone(), Scale::Linear));
+        let level = Decomposed::build(train, seasons, cache);
+        let theta = level.with_theta();
+        out.push(Box::new(level));
+        out.push(Box::new(theta));
         // the same in logs, for a positive series whose profile scales with its level
         if let Some(log) = LogDecomposed::build(train, seasons, regimes.clone()) {
             let theta = log.with_theta();

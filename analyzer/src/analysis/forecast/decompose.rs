@@ -8,10 +8,32 @@
 //! over the longest season, computed from prefix sums: O(n) per pass, far cheaper than
 //! LOESS, and it follows level shifts within one cycle.
 
+use std::borrow::Cow;
+
 use super::ets::Season;
 
 /// Passes over the seasons.
 const PASSES: usize = 2;
+
+/// The values a decomposition works on: the series itself, whose profile adds to the
+/// level, or its logarithms, whose profile is a ratio that scales with the level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// The values as they are.
+    Linear,
+    /// The natural logarithms of the values (all of them positive).
+    Log,
+}
+
+impl Scale {
+    /// `y` on this scale.
+    pub fn of(self, y: &[f64]) -> Cow<'_, [f64]> {
+        match self {
+            Scale::Linear => Cow::Borrowed(y),
+            Scale::Log => Cow::Owned(y.iter().map(|v| v.ln()).collect()),
+        }
+    }
+}
 
 /// Additive seasonal profiles of a window of data.
 #[derive(Debug, Clone, PartialEq)]

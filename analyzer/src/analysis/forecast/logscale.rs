@@ -5,16 +5,12 @@
 //! for a quiet week and too narrow for a busy one; in logs the profile is a ratio and
 //! scales with the level it is forecast at.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::breaks::Regimes;
-use super::candidates::{profile_part, Candidate, Path};
-use super::decompose::Seasonals;
-use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
-use super::linear::least_squares_line;
-
-/// Evaluations for simple smoothing of the adjusted logarithms (one parameter).
-const LEVEL_EVALS: usize = 20;
+use super::candidates::{Candidate, Decomposed, DecompositionCache, Path, SeasonalNaive};
+use super::decompose::Scale;
+use super::ets::Season;
 
 /// The smallest value over the largest for which logarithms are taken: below it a few
 /// values near zero (an idle night) would dominate the profile in logs.
@@ -77,42 +73,10 @@ pub fn swing_scales_with_level(y: &[f64], seasons: &[Season]) -> bool {
     pairs >= 4 && moved < FOLLOWS * stayed
 }
 
-/// The logarithms of the current regime of `y` (where it holds three of the longest
-/// cycles), decomposed, and those logarithms adjusted by the decomposition.
-type Split = (Seasonals, Vec<f64>);
-
-/// Log decompositions by prefix length, so that each origin is decomposed once; the
-/// prefixes' regimes are shared with the other candidates.
-pub struct LogCache(Mutex<Vec<(usize, Arc<Split>)>>, Arc<Regimes>);
-
-impl LogCache {
-    fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
-        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, d)) = cache.iter().find(|(n, _)| *n == y.len()) {
-            return d.clone();
-        }
-        let part = profile_part(&self.1, y, seasons);
-        let logs: Vec<f64> = part.iter().map(|v| v.ln()).collect();
-        let seasonals = Seasonals::of(&logs, seasons);
-        let adjusted = seasonals.adjust(&logs);
-        let d = Arc::new((seasonals, adjusted));
-        cache.push((y.len(), d.clone()));
-        d
-    }
-}
-
 /// Every season removed from the logarithms, simple smoothing of the rest, the
-/// forecast exponentiated: a multiplicative MSTL.
-pub struct LogDecomposed {
-    /// The seasons, dominant first.
-    pub seasons: Vec<Season>,
-    /// Decompositions by prefix, shared with the Theta variant.
-    pub cache: Arc<LogCache>,
-    /// ETS(A,N,N) fitted to the adjusted logarithms of the training data.
-    pub fit: EtsFit,
-    /// Theta: simple smoothing plus half the line's slope (a growth rate in logs).
-    pub theta: bool,
-}
+/// forecast exponentiated: a multiplicative MSTL, the additive decomposition's model
+/// ([`Decomposed`]) run on logs.
+pub struct LogDecomposed(Decomposed);
 
 impl LogDecomposed {
     /// The candidate for `train` with `seasons` (each fits twice), or `None` when
@@ -126,70 +90,43 @@ impl LogDecomposed {
         if seasons.is_empty() || !is_positive(train) || !swing_scales_with_level(train, seasons) {
             return None;
         }
-        let cache = Arc::new(LogCache(Mutex::default(), regimes));
-        let adjusted = cache.get(train, seasons).1.clone();
-        let spec = EtsSpec {
-            trend: Trend::None,
-            season: None,
-        };
-        let fit = ets::fit(&adjusted, spec, LEVEL_EVALS);
-        Some(LogDecomposed {
-            seasons: seasons.to_vec(),
-            cache,
-            fit,
-            theta: false,
-        })
+        let cache = Arc::new(DecompositionCache::new(regimes, Scale::Log));
+        Some(LogDecomposed(Decomposed::build(train, seasons, cache)))
     }
 
     /// The same decomposition and fit with Theta's drift (sharing the decompositions).
     pub fn with_theta(&self) -> LogDecomposed {
-        LogDecomposed {
-            seasons: self.seasons.clone(),
-            cache: self.cache.clone(),
-            fit: self.fit.clone(),
-            theta: true,
-        }
+        LogDecomposed(self.0.with_theta())
     }
 }
 
 impl Candidate for LogDecomposed {
     fn name(&self) -> String {
         let periods: Vec<String> = self
+            .0
             .seasons
             .iter()
             .map(|s| format!("{}", s.period()))
             .collect();
-        let rest = if self.theta { "theta" } else { "ets(A,N,N)" };
+        let rest = if self.0.theta { "theta" } else { "ets(A,N,N)" };
         format!("mstl-log({})+{rest}", periods.join(","))
     }
     fn period(&self) -> Option<f64> {
-        self.seasons.first().map(|s| s.period())
+        self.0.period()
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         if !is_positive(y) {
             // a value at or near zero since training: the additive models cover it
-            return super::candidates::SeasonalNaive(self.seasons[0], None).forecast(y, h);
+            return SeasonalNaive(self.0.seasons[0], None).forecast(y, h);
         }
-        let split = self.cache.get(y, &self.seasons);
-        let (seasonals, adjusted) = (&split.0, &split.1);
-        let keep = ets::OPTIMISE_POINTS.min(adjusted.len());
-        let fit = self.fit.rerun(&adjusted[adjusted.len() - keep..]);
-        let (mut level, var) = fit.forecast(h);
-        if self.theta {
-            let (_, slope) = least_squares_line(adjusted);
-            let a = fit.alpha();
-            let fade = (1.0 - a).powi(adjusted.len().min(i32::MAX as usize) as i32) / a;
-            for (j, l) in level.iter_mut().enumerate() {
-                *l += 0.5 * slope * (j as f64 + 1.0 / a - fade);
-            }
-        }
+        let logs = self.0.forecast(y, h);
         // exp of the log forecast is its median; the variance by the delta method
-        let (point, var) = level
+        let (point, var) = logs
+            .point
             .iter()
-            .zip(seasonals.extend(h))
-            .zip(&var)
-            .map(|((l, s), v)| {
-                let p = (l + s).exp();
+            .zip(&logs.var)
+            .map(|(l, v)| {
+                let p = l.exp();
                 (p, p * p * v)
             })
             .unzip();

@@ -569,8 +569,9 @@ fn default_memory_gib(kind: &str) -> f64 {
     }
 }
 
+/// The fields of `raw` that the file sets, in the order they are checked.
 fn gpu_fields(raw: &RawGpu) -> Vec<&'static str> {
-    let fields = [
+    set_fields(&[
         ("seed", raw.seed.is_some()),
         ("period_seconds", raw.period_seconds.is_some()),
         ("duty", raw.duty.is_some()),
@@ -580,25 +581,25 @@ fn gpu_fields(raw: &RawGpu) -> Vec<&'static str> {
         ("recover_at_seconds", raw.recover_at_seconds.is_some()),
         ("processes", raw.processes.is_some()),
         ("instances", raw.instances.is_some()),
-    ];
-    fields
-        .into_iter()
-        .filter(|(_, set)| *set)
-        .map(|(name, _)| name)
-        .collect()
+    ])
 }
 
+/// The fields of `raw` that the file sets, in the order they are checked.
 fn instance_fields(raw: &RawInstance) -> Vec<&'static str> {
-    let fields = [
+    set_fields(&[
         ("period_seconds", raw.period_seconds.is_some()),
         ("duty", raw.duty.is_some()),
         ("burst_ratio", raw.burst_ratio.is_some()),
         ("memory_used_gib", raw.memory_used_gib.is_some()),
         ("processes", raw.processes.is_some()),
-    ];
+    ])
+}
+
+/// The names of `fields` whose flag is set, in their order.
+fn set_fields(fields: &[(&'static str, bool)]) -> Vec<&'static str> {
     fields
-        .into_iter()
+        .iter()
         .filter(|(_, set)| *set)
-        .map(|(name, _)| name)
+        .map(|(name, _)| *name)
         .collect()
 }

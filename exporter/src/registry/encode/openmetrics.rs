@@ -92,23 +92,16 @@ pub(super) fn escape(value: &str) -> std::borrow::Cow<'_, str> {
     escaped.into()
 }
 
-/// Appends `value` as [`format_float`] spells it, without a string of its own.
-fn write_float(out: &mut String, value: f64) {
-    if value.is_finite() {
-        let _ = write!(out, "{value}");
-    } else {
-        out.push_str(&format_float(value));
-    }
-}
-
-/// OpenMetrics spells the special values `+Inf`, `-Inf` and `NaN`.
-pub(super) fn format_float(value: f64) -> String {
+/// Appends `value` as OpenMetrics spells it: the special values `+Inf`, `-Inf` and
+/// `NaN`, the rest as Rust's shortest round-trip form. In place, without a string of
+/// its own: this runs for every sample of every scrape.
+pub(super) fn write_float(out: &mut String, value: f64) {
     if value.is_nan() {
-        "NaN".to_string()
+        out.push_str("NaN");
     } else if value.is_infinite() {
-        if value > 0.0 { "+Inf" } else { "-Inf" }.to_string()
+        out.push_str(if value > 0.0 { "+Inf" } else { "-Inf" });
     } else {
-        value.to_string()
+        let _ = write!(out, "{value}");
     }
 }
 

@@ -1,4 +1,4 @@
-use super::openmetrics::{escape, format_float, format_timestamp};
+use super::openmetrics::{escape, format_timestamp, write_float};
 use super::*;
 use crate::registry::{MetricKind, MetricSet};
 use std::io::Write;
@@ -168,8 +168,16 @@ fn openmetrics_writes_timestamps_in_seconds() {
 fn escaping_and_float_helpers_cover_every_special_case() {
     assert_eq!(escape("plain"), "plain");
     assert_eq!(escape("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
-    assert_eq!(format_float(1e-7).parse::<f64>().unwrap(), 1e-7);
-    assert_eq!(format_float(3.0), "3");
+    let float = |v: f64| {
+        let mut out = String::new();
+        write_float(&mut out, v);
+        out
+    };
+    assert_eq!(float(1e-7).parse::<f64>().unwrap(), 1e-7);
+    assert_eq!(float(3.0), "3");
+    assert_eq!(float(f64::NAN), "NaN");
+    assert_eq!(float(f64::INFINITY), "+Inf");
+    assert_eq!(float(f64::NEG_INFINITY), "-Inf");
 }
 
 #[test]
