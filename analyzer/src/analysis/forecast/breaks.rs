@@ -7,6 +7,7 @@
 use std::sync::Mutex;
 
 use super::pinned::MIN_RUN;
+use super::runs::runs;
 
 /// A one-step change of more than this many large steps is a break. A large step is the
 /// 99th percentile of the absolute first differences, as for spikes, so changes that
@@ -105,18 +106,13 @@ pub const HELD_SHARE: usize = 50;
 /// training job's dips are as deep as its fall to idle).
 fn last_held_boundary(y: &[f64]) -> Option<usize> {
     let long = MIN_RUN.max(y.len() / HELD_SHARE);
-    let mut start = 0;
-    let mut boundary = None;
-    for t in 1..=y.len() {
-        if t < y.len() && y[t] == y[t - 1] {
-            continue;
+    runs(y, 0.0).filter(|r| r.len() >= long).last().map(|r| {
+        if r.end == y.len() {
+            r.start
+        } else {
+            r.end
         }
-        if t - start >= long {
-            boundary = Some(if t == y.len() { start } else { t });
-        }
-        start = t;
-    }
-    boundary
+    })
 }
 
 #[cfg(test)]

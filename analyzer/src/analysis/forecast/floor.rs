@@ -6,6 +6,7 @@
 
 use super::candidates::{same_phase, MEDIAN_CYCLES};
 use super::pinned::{MIN_RUN, SAME as ON_FLOOR};
+use super::runs::runs;
 
 /// Sets the forecast `point` (steps 1.. after `y`) to `floor` at the steps whose phase
 /// of `period` sat on `floor` in most of the last [`MEDIAN_CYCLES`] cycles (at least
@@ -50,16 +51,10 @@ pub fn snap_flat_to_floor(y: &[f64], floor: f64, point: &mut [f64]) {
 /// and the job may have resumed (its phases not yet seen since then were idle last).
 fn idle_within(y: &[f64], period: f64, floor: f64) -> bool {
     let look = ((MEDIAN_CYCLES as f64 * period).ceil() as usize).min(y.len());
-    let (mut run, mut longest) = (0usize, 0usize);
-    for v in &y[y.len() - look..] {
-        run = if (v - floor).abs() <= ON_FLOOR {
-            run + 1
-        } else {
-            0
-        };
-        longest = longest.max(run);
-    }
-    longest as f64 >= period
+    let recent = &y[y.len() - look..];
+    runs(recent, 0.0)
+        .filter(|r| (recent[r.start] - floor).abs() <= ON_FLOOR)
+        .any(|r| r.len() as f64 >= period)
 }
 
 #[cfg(test)]

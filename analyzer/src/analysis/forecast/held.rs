@@ -9,6 +9,7 @@ use std::ops::Range;
 
 use super::candidates::median;
 use super::pinned::{MIN_RUN, SAME};
+use super::runs::runs;
 
 /// Longest cycle aligned across a cut, in steps: the search compares every shift of a
 /// whole cycle, so its cost grows with the square of the cycle.
@@ -63,20 +64,9 @@ fn still_band(y: &[f64], period: f64) -> f64 {
 /// The stretches of `y` of at least `long` steps that span no more than `band`, but
 /// for one that lasts to the end.
 fn still_runs(y: &[f64], band: f64, long: usize) -> Vec<Range<usize>> {
-    let mut runs = Vec::new();
-    let (mut start, mut lo, mut hi) = (0, f64::MAX, f64::MIN);
-    for (t, v) in y.iter().enumerate() {
-        let (l, h) = (lo.min(*v), hi.max(*v));
-        if h - l <= band {
-            (lo, hi) = (l, h);
-            continue;
-        }
-        if t - start >= long {
-            runs.push(start..t);
-        }
-        (start, lo, hi) = (t, *v, *v);
-    }
-    runs
+    runs(y, band)
+        .filter(|r| r.len() >= long && r.end < y.len())
+        .collect()
 }
 
 /// How many points to drop from the end of `before` so that `after` continues its

@@ -3,6 +3,8 @@
 //! whatever its history did; validation on older stretches cannot see that (a job that
 //! went idle an hour ago), so the value is held ([`is_pinned`]).
 
+use super::runs::runs;
+
 /// Fewest steps at one value that count as pinned when no season was detected: an
 /// exact repeat of a dozen noisy samples does not happen by chance.
 pub const MIN_RUN: usize = 12;
@@ -38,17 +40,11 @@ pub fn is_pinned(y: &[f64], seasons: &[f64]) -> bool {
 /// The longest run of equal values in `y` shorter than `longest` steps (a pause that
 /// ended within a cycle); 0 without one.
 fn longest_pause(y: &[f64], longest: f64) -> usize {
-    let (mut start, mut most) = (0, 0);
-    for t in 1..=y.len() {
-        if t < y.len() && (y[t] - y[t - 1]).abs() <= SAME {
-            continue;
-        }
-        if ((t - start) as f64) < longest {
-            most = most.max(t - start);
-        }
-        start = t;
-    }
-    most
+    runs(y, SAME)
+        .map(|r| r.len())
+        .filter(|&len| (len as f64) < longest)
+        .max()
+        .unwrap_or(0)
 }
 
 /// Whether most of the last `run` steps of `y`, a cycle of `m` steps earlier, sat on
