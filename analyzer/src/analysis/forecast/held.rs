@@ -11,8 +11,8 @@ use super::candidates::median;
 use super::pinned::{MIN_RUN, SAME};
 use super::runs::runs;
 
-/// Longest cycle aligned across a cut, in steps: the search compares every shift of a
-/// whole cycle, so its cost grows with the square of the cycle.
+/// Longest cycle aligned across a cut, in steps: the search tries every shift below a
+/// cycle, at up to [`ALIGN_POINTS`] points each.
 pub const MAX_ALIGNED: f64 = 2048.0;
 
 /// Most points of a cycle compared for each shift when aligning across a cut.
@@ -82,7 +82,7 @@ fn phase_shift(before: &[f64], after: &[f64], period: f64) -> usize {
     }
     let len = m.min(after.len());
     // a long cycle is compared at evenly spaced points: every shift of a day at 1 min
-    // against every point would cost two million steps per cut
+    // against every point would cost two million steps per cut (0.37 million sampled)
     let stride = len.div_ceil(ALIGN_POINTS);
     let cost = |k: usize| -> f64 {
         let end = before.len() - k;
