@@ -353,6 +353,55 @@ mod tests {
     }
 
     #[test]
+    fn a_job_stopped_mid_cycle_holds_its_stop() {
+        // 15 s training, a 60-step iteration; the job stopped 30 steps ago (exactly 0),
+        // half a cycle: no iteration of its history sat at 0 that long
+        let mut e = Noise(21);
+        let mut y: Vec<f64> = (0..3000)
+            .map(|t| if t % 60 < 4 { 20.0 } else { 90.0 } + e.uniform() * 3.0)
+            .collect();
+        y.extend([0.0; 30]);
+        let f = forecast(
+            &Series::from_values(&y, 15.0),
+            &ForecastConfig {
+                horizon_steps: 120,
+                ..ForecastConfig::default()
+            },
+        )
+        .unwrap();
+        assert!(
+            f.point.iter().all(|v| *v == 0.0),
+            "{}: {:?}",
+            f.model,
+            f.point
+        );
+    }
+
+    #[test]
+    fn a_job_resumed_after_its_power_settled_forecasts_its_iterations() {
+        // GPU power of a 40-step iteration (8 steps low), idle for 150 steps while the
+        // power settles from 144 W to 122 W (never one exact value), resumed 80 steps ago
+        let busy = |t: usize| if t % 40 < 8 { 140.0 } else { 690.0 };
+        let mut e = Noise(8);
+        let mut y: Vec<f64> = (0..600).map(|t| busy(t) + e.uniform() * 10.0).collect();
+        y.extend((0..150).map(|i| 122.0 + 22.0 * (-(i as f64) / 30.0).exp()));
+        let n = 830;
+        y.extend((600..680).map(|t| busy(t) + e.uniform() * 10.0));
+        let f = forecast(
+            &Series::from_values(&y, 1.0),
+            &ForecastConfig {
+                horizon_steps: 60,
+                ..ForecastConfig::default()
+            },
+        )
+        .unwrap();
+        // the truth continues the iterations from where the job resumed
+        let truth = |t: usize| busy(t - 150) + 5.0;
+        let mae = super::super::resume_tests::mae_from(&f.point, n, truth);
+        assert!(mae < 30.0, "{}: mae {mae}", f.model);
+    }
+
+    #[test]
     fn a_count_that_moves_in_steps_is_hedged_and_a_continuous_one_is_not() {
         // nodes busy on a 40-node cluster at 5 min for a week: jobs start and end, so
         // the count holds for several steps and wanders around 30
