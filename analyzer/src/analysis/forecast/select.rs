@@ -56,13 +56,8 @@ fn plan(n: usize, h: usize, seasons: &[Season]) -> Option<(Origins, Vec<Season>)
 pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usize) -> Forecast {
     let detected_seasons = &seasons[..detected];
     let dominant = detected_seasons.first().copied();
-    let longest = detected_seasons
-        .iter()
-        .map(|s| s.period())
-        .fold(0.0, f64::max);
-    // A pinned series holds its value whatever older blocks would prefer: naive is the
-    // only candidate, validated like any choice for its intervals.
     let periods: Vec<f64> = detected_seasons.iter().map(|s| s.period()).collect();
+    let longest = periods.iter().copied().fold(0.0, f64::max);
     let pinned = pinned::is_pinned(y, &periods);
     let resumed = (!pinned && longest >= 2.0)
         .then(|| held::cut_held(y, longest, dominant.map_or(0.0, |s| s.period())))
@@ -80,6 +75,8 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     let bounds = Bounds::of(y);
     let post = |p: &mut Path| p.point.iter_mut().for_each(|v| *v = bounds.clamp(*v));
     let dominant = dominant.filter(|s| fits(train.len(), s.period()));
+    // A pinned series holds its value whatever older blocks would prefer: naive is the
+    // only candidate, validated like any choice for its intervals.
     let all: Vec<Box<dyn Candidate>> = if pinned {
         vec![Box::new(candidates::Naive)]
     } else {
