@@ -12,6 +12,28 @@ pub const MIN_RUN: usize = 12;
 /// Values this close (the series is scaled to ±1) are the same value.
 pub(super) const SAME: f64 = 1e-12;
 
+/// Fewest steps at one value that may count as pinned in a series that seldom repeats a
+/// value: four equal samples of a continuous reading are already no accident.
+pub const SHORTEST_RUN: usize = 4;
+/// How unlikely by chance a run must be to count as pinned: the series' own rate of
+/// unchanged steps, raised to the run's repeats, at most this.
+pub const CHANCE: f64 = 1e-3;
+
+/// The run at one value that `y` (the data before the run) would make by chance less
+/// often than [`CHANCE`]: between [`SHORTEST_RUN`] and [`MIN_RUN`] steps. A busy job
+/// read as integer percent repeats 100 often and needs the whole dozen; a noisy
+/// continuous reading that never repeated needs only four.
+pub fn chance_run(y: &[f64]) -> usize {
+    if y.len() < 2 {
+        return MIN_RUN;
+    }
+    let still = y.windows(2).filter(|w| (w[1] - w[0]).abs() <= SAME).count();
+    let p = still as f64 / (y.len() - 1) as f64;
+    (SHORTEST_RUN..MIN_RUN)
+        .find(|&k| p.powi(k as i32 - 1) <= CHANCE)
+        .unwrap_or(MIN_RUN)
+}
+
 /// How many values at the end of `y` equal the last one.
 pub fn trailing_run(y: &[f64]) -> usize {
     let Some(&last) = y.last() else {
@@ -27,14 +49,30 @@ pub fn trailing_run(y: &[f64]) -> usize {
 /// whole longest season (a cycle would have moved it) or, within a cycle, longer than
 /// any run that ended on its own before and where no cycle of `seasons` (in steps) sat
 /// on it a cycle ago: a job that stopped mid-cycle, not a nightly idle nor one of the
-/// series' usual pauses.
+/// series' usual pauses. A shorter run is a stop only when it cannot be anything else
+/// ([`a_stop_unheard_of`]).
 pub fn is_pinned(y: &[f64], seasons: &[f64]) -> bool {
     let run = trailing_run(y);
+    let before = &y[..y.len() - run];
+    if run < MIN_RUN {
+        return a_stop_unheard_of(before, y[y.len() - 1], run);
+    }
     let longest = seasons.iter().copied().fold(0.0, f64::max);
-    run >= MIN_RUN
-        && (run as f64 >= longest
-            || (run > longest_pause(&y[..y.len() - run], longest)
-                && !seasons.iter().any(|&m| sat_a_cycle_ago(y, run, m))))
+    run as f64 >= longest
+        || (run > longest_pause(before, longest)
+            && !seasons.iter().any(|&m| sat_a_cycle_ago(y, run, m)))
+}
+
+/// Whether a run of `run` steps at `value` after `before` is a stop even short of
+/// [`MIN_RUN`]: a run the series would not make by chance ([`chance_run`]), longer
+/// than any it made before, at a value it never took. A job stopped at 0 by a series of
+/// noisy readings is one; a trough clamped at 0, a burst held at its level, or a busy
+/// GPU read as 100 again are not.
+fn a_stop_unheard_of(before: &[f64], value: f64, run: usize) -> bool {
+    run >= SHORTEST_RUN
+        && run >= chance_run(before)
+        && runs(before, SAME).all(|r| r.len() < run)
+        && before.iter().all(|v| (v - value).abs() > SAME)
 }
 
 /// The longest run of equal values in `y` shorter than `longest` steps (a pause that
@@ -71,11 +109,28 @@ mod tests {
 
     #[test]
     fn pinned_needs_a_whole_season_and_the_minimum_run() {
+        // the run's value, 1.0, was taken before: only MIN_RUN steps make it a stop
         let mut y: Vec<f64> = (0..100).map(|i| (i as f64 * 0.7).sin()).collect();
+        y.push(1.0);
+        y.extend((0..10).map(|i| (i as f64 * 0.7).cos()));
         y.extend([1.0; 30]);
         assert!(is_pinned(&y, &[24.0]));
-        y.truncate(100 + MIN_RUN - 1);
+        y.truncate(111 + MIN_RUN - 1);
         assert!(!is_pinned(&y, &[]), "fewer than MIN_RUN steps");
+    }
+
+    #[test]
+    fn the_run_that_chance_would_not_make_follows_how_often_the_series_repeats() {
+        let continuous: Vec<f64> = (0..500).map(|i| (i as f64 * 0.7).sin()).collect();
+        assert_eq!(chance_run(&continuous), SHORTEST_RUN);
+        // integer percent of a busy GPU: 100 most of the time
+        let busy: Vec<f64> = (0..500)
+            .map(|t| if t % 10 == 0 { 97.0 } else { 100.0 })
+            .collect();
+        assert_eq!(chance_run(&busy), MIN_RUN);
+        // a third of the steps unchanged: 0.33^7 < 1e-3 <= 0.33^6
+        let some: Vec<f64> = (0..600).map(|t| (t - t % 3 / 2) as f64).collect();
+        assert_eq!(chance_run(&some), 8);
     }
 
     /// A training job: 60-step iterations with a 4-step dip, noisy, never exactly equal.
@@ -90,6 +145,29 @@ mod tests {
                 }
             })
             .collect()
+    }
+
+    #[test]
+    fn a_job_stopped_at_a_value_never_seen_is_pinned_within_a_few_steps() {
+        let mut y = iterations(600);
+        y.extend([0.0; SHORTEST_RUN]);
+        assert!(is_pinned(&y, &[60.0]));
+        y.truncate(600 + SHORTEST_RUN - 1);
+        assert!(!is_pinned(&y, &[60.0]), "three equal samples may be chance");
+    }
+
+    #[test]
+    fn a_short_run_at_a_value_seen_before_or_no_longer_than_earlier_runs_is_not_pinned() {
+        // a nightly trough clamped at 0: 0 was taken before
+        let mut trough = iterations(600);
+        trough[300..302].iter_mut().for_each(|v| *v = 0.0);
+        trough.extend([0.0; 8]);
+        assert!(!is_pinned(&trough, &[60.0]));
+        // bursts held at a new level for up to 7 steps: one more is no stop
+        let mut bursts = iterations(600);
+        bursts[100..107].iter_mut().for_each(|v| *v = 55.5);
+        bursts.extend([66.6; 7]);
+        assert!(!is_pinned(&bursts, &[60.0]));
     }
 
     #[test]
