@@ -1,5 +1,6 @@
 //! Stretches where a job sat still for a whole cycle or longer, at one value or
-//! nearly (a GPU idle, its power settling): a job stopped, then resumed. Left in, they
+//! nearly (a GPU idle, its power settling), or once for part of a cycle at a value it
+//! never took otherwise ([`lone_stop`]): a job stopped, then resumed. Left in, they
 //! dominate validation (every origin near them forecasts a stop or a restart that no
 //! model can time) and a smoothing model's level averages the idle with the busy. Once
 //! the series has moved again they are cut out, and the models see the job's cycles
@@ -24,13 +25,22 @@ pub const ALIGN_POINTS: usize = 256;
 pub const STILL_SHARE: f64 = 0.05;
 
 /// `y` without its still stretches at least `longest_season` and [`MIN_RUN`] steps
-/// long, the last kept if `y` ends in it (it is the current state, which
+/// long and its lone stop ([`lone_stop`]), the last kept if `y` ends in it (it is the current state, which
 /// [`super::pinned::is_pinned`] judges); `None` when there is none to cut. A job
 /// resumes at any phase of its cycle: up to a cycle of `period` steps before each cut
 /// is dropped too, as much as joins the cycles after it in phase with those before.
 pub fn cut_held(y: &[f64], longest_season: f64, period: f64) -> Option<Vec<f64>> {
     let long = longest_season.ceil().max(MIN_RUN as f64) as usize;
-    let runs = still_runs(y, still_band(y, period), long);
+    let mut runs = still_runs(y, still_band(y, period), long);
+    if let Some(stop) = lone_stop(y) {
+        if !runs
+            .iter()
+            .any(|r| r.start <= stop.start && stop.end <= r.end)
+        {
+            runs.push(stop);
+            runs.sort_by_key(|r| r.start);
+        }
+    }
     if runs.is_empty() {
         return None;
     }
@@ -71,6 +81,34 @@ fn still_runs(y: &[f64], band: f64, long: usize) -> Vec<Range<usize>> {
         .filter(|r| r.len() >= long && r.end < y.len())
         .collect()
 }
+
+/// A stop shorter than a cycle: the longest run of `y` at one exact value, not the
+/// last run, at least [`MIN_RUN`] steps, more than [`LONE_FACTOR`] times as long as any
+/// other run and at a value `y` takes nowhere else. A job paused once for part of a
+/// cycle; a recurring pause (a checkpoint) or a level the series returns to is not one.
+fn lone_stop(y: &[f64]) -> Option<Range<usize>> {
+    let mut longest: Option<Range<usize>> = None;
+    let mut other = 0;
+    for r in runs(y, SAME) {
+        match &longest {
+            Some(l) if l.len() >= r.len() => other = other.max(r.len()),
+            _ => {
+                other = other.max(longest.as_ref().map_or(0, |l| l.len()));
+                longest = Some(r);
+            }
+        }
+    }
+    let stop = longest.filter(|r| r.len() >= MIN_RUN && r.end < y.len())?;
+    let value = y[stop.start];
+    let elsewhere = y[..stop.start]
+        .iter()
+        .chain(&y[stop.end..])
+        .any(|v| (v - value).abs() <= SAME);
+    (stop.len() > LONE_FACTOR * other && !elsewhere).then_some(stop)
+}
+
+/// How much longer than any other run a lone stop is.
+pub const LONE_FACTOR: usize = 2;
 
 /// How many points to drop from the end of `before` so that `after` continues its
 /// cycle of `period` steps: the shift below a cycle whose cycle before the join
@@ -116,6 +154,42 @@ mod tests {
         let cut = cut_held(&y, 20.0, 20.0).expect("the idle stretch is cut");
         let whole: Vec<f64> = (0..300).map(busy).collect();
         assert_eq!(cut, whole);
+    }
+
+    /// Iterations of 60 steps with a 4-step dip, noisy, never exactly equal.
+    fn iterations(t: usize) -> f64 {
+        let noise = ((t * 7919) % 13) as f64 * 0.1;
+        if t % 60 < 4 {
+            20.0 + noise
+        } else {
+            90.0 + noise
+        }
+    }
+
+    #[test]
+    fn a_lone_pause_shorter_than_the_cycle_is_cut() {
+        let mut y: Vec<f64> = (0..600).map(iterations).collect();
+        y.extend([0.0; 40]);
+        y.extend((600..700).map(iterations));
+        let cut = cut_held(&y, 60.0, 60.0).expect("the pause is cut");
+        assert!(cut.iter().all(|v| *v > 10.0), "the pause is left out");
+        assert!((650..=700).contains(&cut.len()), "{}", cut.len());
+    }
+
+    #[test]
+    fn a_recurring_pause_or_a_level_taken_elsewhere_is_not_a_lone_stop() {
+        // checkpoints: 30 steps at 0 three times
+        let mut y: Vec<f64> = (0..900).map(iterations).collect();
+        for at in [100, 400, 700] {
+            y[at..at + 30].iter_mut().for_each(|v| *v = 0.0);
+        }
+        assert_eq!(cut_held(&y, 60.0, 60.0), None);
+        // one pause of 40 steps at 0, and 0 read once more elsewhere
+        let mut once: Vec<f64> = (0..600).map(iterations).collect();
+        once[200] = 0.0;
+        once.extend([0.0; 40]);
+        once.extend((600..700).map(iterations));
+        assert_eq!(cut_held(&once, 60.0, 60.0), None);
     }
 
     #[test]
