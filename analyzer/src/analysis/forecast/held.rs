@@ -1,6 +1,6 @@
 //! Stretches where a job sat still for a whole cycle or longer, at one value or
 //! nearly (a GPU idle, its power settling), or once for part of a cycle at a value it
-//! never took otherwise ([`lone_stop`]): a job stopped, then resumed. Left in, they
+//! never took otherwise: a job stopped, then resumed. Left in, they
 //! dominate validation (every origin near them forecasts a stop or a restart that no
 //! model can time) and a smoothing model's level averages the idle with the busy. Once
 //! the series has moved again they are cut out, and the models see the job's cycles
@@ -25,7 +25,7 @@ pub const ALIGN_POINTS: usize = 256;
 pub const STILL_SHARE: f64 = 0.05;
 
 /// `y` without its still stretches at least `longest_season` and [`MIN_RUN`] steps
-/// long and its lone stop ([`lone_stop`]), the last kept if `y` ends in it (it is the current state, which
+/// long and its lone stop (one pause within a cycle), the last kept if `y` ends in it (it is the current state, which
 /// [`super::pinned::is_pinned`] judges); `None` when there is none to cut. A job
 /// resumes at any phase of its cycle: up to a cycle of `period` steps before each cut
 /// is dropped too, as much as joins the cycles after it in phase with those before.
