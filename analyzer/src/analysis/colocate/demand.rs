@@ -8,7 +8,7 @@ use crate::analysis::profile::{ProfileSignal, WorkloadProfile};
 /// Launch rate assumed per unit of duty cycle when no kernel records exist: 20 µs
 /// kernels back to back, the median of the calibration suite's mean kernel durations
 /// (3.7–97 µs, the bandwidth loop aside).
-const NVML_ONLY_KERNEL_SECONDS: f64 = 20e-6;
+pub const NVML_ONLY_KERNEL_SECONDS: f64 = 20e-6;
 
 /// A workload's demands on the GPU, as the co-location model reads them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -50,7 +50,7 @@ pub fn trailing_run(y: &[f64]) -> usize {
 /// any run that ended on its own before and where no cycle of `seasons` (in steps) sat
 /// on it a cycle ago: a job that stopped mid-cycle, not a nightly idle nor one of the
 /// series' usual pauses. A shorter run is a stop only when it cannot be anything else
-/// ([`a_stop_unheard_of`]).
+/// (`a_stop_unheard_of`).
 pub fn is_pinned(y: &[f64], seasons: &[f64]) -> bool {
     let run = trailing_run(y);
     let before = &y[..y.len() - run];
