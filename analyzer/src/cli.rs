@@ -54,7 +54,7 @@ pub struct RunArgs {
     #[arg(long)]
     pub once: bool,
     /// Pushgateway base URL; the results replace the group
-    /// job="poolprof-analyzer",instance="<i>-of-<N>". Without it they are printed.
+    /// `job="poolprof-analyzer",instance="<i>-of-<N>"`. Without it they are printed.
     #[arg(long, value_name = "URL")]
     pub push: Option<Url>,
     /// Source and analysis settings.

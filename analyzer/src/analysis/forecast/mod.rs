@@ -183,7 +183,7 @@ pub const CALENDAR_SECONDS: [f64; 2] = [86_400.0, 604_800.0];
 /// detector refines to a fraction of a step (24.07 h on hourly data), and a season
 /// off the clock by 0.3% drifts a step every two weeks. With few cycles in the data
 /// the detector resolves a period only to about period / cycles, and the tolerance
-/// widens to a quarter of that ([`calendar_tolerance`]).
+/// widens to a quarter of that (`calendar_tolerance`).
 pub const CALENDAR_TOLERANCE: f64 = 0.01;
 
 /// The fraction a detected period of `steps` may be off a calendar season in `n` points.

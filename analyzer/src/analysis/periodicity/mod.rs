@@ -1,7 +1,7 @@
 //! Periodicity: does a series repeat, with what period, how strongly, how surely.
 //!
 //! The pipeline: put the samples on a uniform grid and keep the longest segment
-//! between long gaps ([`grid`](super::grid)); remove a linear trend and clip outliers
+//! between long gaps ([`grid`]); remove a linear trend and clip outliers
 //! ([`prepare`]); take the Hann-tapered periodogram and the autocorrelation
 //! ([`spectrum`]); test the periodogram's peaks against a whitened Fisher's g-test
 //! ([`significance`]); keep those that sit on a hill of the autocorrelation ([`acf`]);
