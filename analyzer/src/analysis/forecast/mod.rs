@@ -21,6 +21,7 @@ pub mod floor;
 pub mod hedge;
 pub mod held;
 pub mod intervals;
+pub mod lattice;
 pub mod linear;
 pub mod logscale;
 pub mod optimize;
@@ -42,6 +43,7 @@ use crate::analysis::periodicity::{detect_on_grid, PeriodConfig};
 use crate::series::Series;
 
 use ets::Season;
+use lattice::Lattice;
 
 /// Steps fitted (the most recent), unless three seasons need more.
 pub const FIT_POINTS: usize = 2048;
@@ -289,6 +291,10 @@ pub fn forecast_values(
 ) -> Result<Forecast, ForecastError> {
     let mut y = y.to_vec();
     spikes::replace_spikes(&mut y);
+    // after the spikes: one absurd sample would make a lattice of two values
+    let grid = (config.method == Method::Validated)
+        .then(|| Lattice::of(&y))
+        .flatten();
     let scale = max_abs(&y);
     if scale > 0.0 {
         for v in y.iter_mut() {
@@ -308,22 +314,27 @@ pub fn forecast_values(
         ..unit
     };
     let scale = if scale > 0.0 { scale } else { 1.0 };
-    let point: Vec<f64> = unit.point.iter().map(|v| v * scale).collect();
+    let point: Vec<f64> = unit
+        .point
+        .iter()
+        .map(|v| grid.map_or(v * scale, |g| g.nearest(v * scale)))
+        .collect();
     if point.iter().any(|v| !v.is_finite()) {
         return Err(ForecastError::OutOfRange);
     }
     // A bound beyond f64 says "at least this far"; the largest finite value says that
     // too, and keeps every consumer (JSON, metrics, the threshold) on numbers.
-    let bound = |b: &[f64]| -> Vec<f64> {
+    let bound = |b: &[f64], outward: fn(&Lattice, f64) -> f64| -> Vec<f64> {
         b.iter()
-            .map(|v| (v * scale).clamp(-f64::MAX, f64::MAX))
+            .map(|v| grid.map_or(v * scale, |g| outward(&g, v * scale)))
+            .map(|v| v.clamp(-f64::MAX, f64::MAX))
             .collect()
     };
     Ok(Forecast {
-        lower_80: bound(&unit.lower_80),
-        upper_80: bound(&unit.upper_80),
-        lower_95: bound(&unit.lower_95),
-        upper_95: bound(&unit.upper_95),
+        lower_80: bound(&unit.lower_80, Lattice::below),
+        upper_80: bound(&unit.upper_80, Lattice::above),
+        lower_95: bound(&unit.lower_95, Lattice::below),
+        upper_95: bound(&unit.upper_95, Lattice::above),
         point,
         ..unit
     })
@@ -501,6 +512,47 @@ mod tests {
                 f.point.iter().all(|v| (3.5..=6.5).contains(v)),
                 "{spike} at {at}: {:?}",
                 f.point
+            );
+        }
+    }
+
+    #[test]
+    fn every_band_holds_its_point_where_a_model_without_variance_erred_in_validation() {
+        // a seasonal median of exact blocks: no variance, yet validation saw errors
+        let y: Vec<f64> = (0..600)
+            .map(|t| [0.0, 0.0, 1.0, 0.0, 2.0, 0.0, 1.0][(t / 10 + t / 70) % 7])
+            .collect();
+        let f = forecast(&Series::from_values(&y, 1.0), &auto(60)).unwrap();
+        for (lo, hi) in [(&f.lower_80, &f.upper_80), (&f.lower_95, &f.upper_95)] {
+            let inside = |((l, p), u): ((&f64, &f64), &f64)| l <= p && p <= u;
+            let point = &f.point;
+            assert!(
+                lo.iter().zip(point).zip(hi).all(inside),
+                "{lo:?} {point:?} {hi:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_series_in_whole_percent_is_forecast_in_whole_percent() {
+        // a process's SM share in 10 s samples: mostly 1%, now and then 0, 2 or 3%
+        let y: Vec<f64> = (0..600)
+            .map(|t| [1.0, 1.0, 0.0, 1.0, 2.0, 1.0, 3.0, 1.0][((t / 10 * 2_654_435_761) >> 9) % 8])
+            .collect();
+        let flat = ForecastConfig {
+            period: PeriodChoice::None,
+            ..auto(60)
+        };
+        let f = forecast(&Series::from_values(&y, 1.0), &flat).unwrap();
+        let whole = |v: f64| (v - v.round()).abs() < 1e-6;
+        assert!(f.point.iter().all(|v| whole(*v)), "{:?}", f.point);
+        for (lo, hi) in [(&f.lower_80, &f.upper_80), (&f.lower_95, &f.upper_95)] {
+            assert!(lo.iter().chain(hi).all(|v| whole(*v)), "{lo:?} {hi:?}");
+            let inside = |((l, p), u): ((&f64, &f64), &f64)| l <= p && p <= u;
+            let point = &f.point;
+            assert!(
+                lo.iter().zip(point).zip(hi).all(inside),
+                "{lo:?} {point:?} {hi:?}"
             );
         }
     }

@@ -119,7 +119,13 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
             .iter()
             .zip(&path.var)
             .map(|(p, v)| {
-                let w = k * v.max(0.0).sqrt();
+                // validation erred where the model claimed no variance (k infinite):
+                // the band is all the bounds allow, not the NaN of infinity × 0
+                let w = if k.is_finite() {
+                    k * v.max(0.0).sqrt()
+                } else {
+                    f64::INFINITY
+                };
                 (bounds.clamp(p - w), bounds.clamp(p + w))
             })
             .unzip();
