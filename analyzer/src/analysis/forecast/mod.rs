@@ -15,6 +15,7 @@
 pub mod bounds;
 pub mod breaks;
 pub mod candidates;
+pub mod censored;
 pub mod decompose;
 pub mod ets;
 pub mod floor;
