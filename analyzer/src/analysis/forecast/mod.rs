@@ -24,6 +24,7 @@ pub mod held;
 pub mod intervals;
 pub mod linear;
 pub mod logscale;
+pub mod nested;
 pub mod optimize;
 pub mod pinned;
 pub mod resets;
