@@ -70,6 +70,8 @@ fn mae_without(y: &[f64], origins: &[usize], paths: &[Path], held: usize) -> f64
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::forecast::candidates::Candidate;
+    use crate::analysis::forecast::validation::{choose, Origins};
 
     fn path(point: Vec<f64>) -> Path {
         let var = vec![1.0; point.len()];
@@ -98,5 +100,36 @@ mod tests {
             standardised(&y, &origins[..1], &paths, &a[..1]),
             vec![2.0, 2.0]
         );
+    }
+
+    /// A candidate whose validation forecasts are given, one per origin.
+    struct Given(Vec<Path>);
+
+    impl Candidate for Given {
+        fn name(&self) -> String {
+            "given".into()
+        }
+        fn forecast(&self, _: &[f64], _: usize) -> Path {
+            self.0[0].clone()
+        }
+        fn backtest(&self, _: &[f64], _: &[usize], _: usize) -> Vec<Path> {
+            self.0.clone()
+        }
+    }
+
+    #[test]
+    fn the_choice_calibrates_on_the_held_out_errors() {
+        // the same two candidates through `choose`: A is chosen, and the errors that
+        // size the bands are those of the held-out choices, not A's own
+        let a = vec![path(vec![2.0, 2.0]), path(vec![0.0, 0.0])];
+        let b = vec![path(vec![1.0, 1.0]), path(vec![1.0, 1.0])];
+        let all: Vec<Box<dyn Candidate>> = vec![Box::new(Given(a)), Box::new(Given(b))];
+        let origins = Origins {
+            at: vec![4, 6],
+            steps: 2,
+        };
+        let choice = choose(&[0.0; 8], &all, &origins, &|_| {});
+        assert_eq!(choice.members, vec![0]);
+        assert_eq!(choice.standardised, vec![2.0, 2.0, 1.0, 1.0]);
     }
 }
