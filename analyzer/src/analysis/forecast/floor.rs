@@ -49,7 +49,7 @@ pub fn snap_flat_to_floor(y: &[f64], floor: f64, point: &mut [f64]) {
 /// Whether `y` sat on `floor` for a whole `period` or longer within its last
 /// [`MEDIAN_CYCLES`] cycles: that is a job idle, not a phase of the cycle at the floor,
 /// and the job may have resumed (its phases not yet seen since then were idle last).
-fn idle_within(y: &[f64], period: f64, floor: f64) -> bool {
+pub(super) fn idle_within(y: &[f64], period: f64, floor: f64) -> bool {
     let look = ((MEDIAN_CYCLES as f64 * period).ceil() as usize).min(y.len());
     let recent = &y[y.len() - look..];
     runs(recent, 0.0)

@@ -15,6 +15,7 @@
 pub mod bounds;
 pub mod breaks;
 pub mod candidates;
+pub mod censored;
 pub mod decompose;
 pub mod ets;
 pub mod floor;
@@ -24,6 +25,7 @@ pub mod intervals;
 pub mod lattice;
 pub mod linear;
 pub mod logscale;
+pub mod nested;
 pub mod optimize;
 pub mod pinned;
 pub mod resets;

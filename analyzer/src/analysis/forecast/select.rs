@@ -4,6 +4,7 @@
 
 use super::bounds::Bounds;
 use super::candidates::{self, Candidate, Path};
+use super::censored;
 use super::ets::{self, EtsSpec, Season, Trend};
 use super::floor;
 use super::hedge;
@@ -111,6 +112,11 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     match dominant {
         Some(season) => floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point),
         None => floor::snap_flat_to_floor(y, bounds.lower, &mut path.point),
+    }
+    if let Some(season) = dominant {
+        let k = validation::calibration(&choice.standardised, 0.80, intervals::z(0.80));
+        let sd: Vec<f64> = path.var.iter().map(|v| k * v.max(0.0).sqrt()).collect();
+        censored::snap_censored(y, season.period(), bounds.lower, &sd, &mut path.point);
     }
     let band = |coverage: f64, z: f64| {
         let k = validation::calibration(&choice.standardised, coverage, z) * z;

@@ -10,6 +10,7 @@
 //! calibrate its prediction intervals.
 
 use super::candidates::{Candidate, Path};
+use super::nested;
 
 /// Validation origins.
 pub const ORIGINS: usize = 4;
@@ -100,7 +101,12 @@ pub fn choose(
         members,
         mae: best_mae,
         candidate_mae: scored.iter().map(|s| s.mae).collect(),
-        standardised: standardise(y, &origins.at, &chosen_paths),
+        standardised: nested::standardised(
+            y,
+            &origins.at,
+            &scored.iter().map(|s| &s.paths[..]).collect::<Vec<_>>(),
+            &chosen_paths,
+        ),
         paths: chosen_paths,
     }
 }
@@ -145,7 +151,7 @@ pub(super) fn mae(y: &[f64], origins: &[usize], paths: &[Path]) -> f64 {
     }
 }
 
-fn standardise(y: &[f64], origins: &[usize], paths: &[Path]) -> Vec<f64> {
+pub(super) fn standardise(y: &[f64], origins: &[usize], paths: &[Path]) -> Vec<f64> {
     let mut out = Vec::new();
     for (&o, p) in origins.iter().zip(paths) {
         for (j, (f, v)) in p.point.iter().zip(&p.var).enumerate() {
