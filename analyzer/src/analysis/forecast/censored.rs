@@ -22,14 +22,16 @@ pub const MEDIAN_ON_FLOOR: f64 = 0.398_942_280_401_432_7;
 /// its median is no nearer the floor than the forecast.
 pub const MAX_SPREAD: f64 = 0.25;
 
-/// Relative tolerance of [`on_lattice`] (values scaled to ±1 carry rounding).
-const LATTICE_TOLERANCE: f64 = 1e-6;
+/// Relative tolerance of [`is_count`] (values scaled to ±1 carry rounding).
+const COUNT_TOLERANCE: f64 = 1e-6;
 
 /// Whether every value of `y` is `floor` plus a whole multiple of its smallest step
 /// above it: a count (jobs started, GPUs held), whose spread near the floor shrinks
 /// with its level (a count averaging 0.8 is 0 less than half the time), so the
 /// spread of the whole forecast overstates it there and no normal describes it.
-pub fn on_lattice(y: &[f64], floor: f64) -> bool {
+/// Narrower than a [`super::lattice::Lattice`]: values read to two decimals lie on a
+/// lattice of 0.01 but are no count unless their lowest level above the floor is 0.01.
+pub fn is_count(y: &[f64], floor: f64) -> bool {
     let unit = y
         .iter()
         .map(|v| v - floor)
@@ -38,7 +40,7 @@ pub fn on_lattice(y: &[f64], floor: f64) -> bool {
     unit.is_finite()
         && y.iter().all(|v| {
             let k = (v - floor) / unit;
-            (k - k.round()).abs() <= LATTICE_TOLERANCE * k.abs().max(1.0)
+            (k - k.round()).abs() <= COUNT_TOLERANCE * k.abs().max(1.0)
         })
 }
 
@@ -48,9 +50,9 @@ pub fn on_lattice(y: &[f64], floor: f64) -> bool {
 /// most [`MAX_SPREAD`] of the swing of the last [`MEDIAN_CYCLES`] cycles of `period`,
 /// and the floor was reached at that phase in one of those cycles. A floor held for
 /// a whole cycle in that time is a job idle, not a series clamped, and left alone;
-/// so is a count ([`on_lattice`]).
+/// so is a count ([`is_count`]).
 pub fn snap_censored(y: &[f64], period: f64, floor: f64, sd: &[f64], point: &mut [f64]) {
-    if !floor.is_finite() || period < 2.0 || idle_within(y, period, floor) || on_lattice(y, floor) {
+    if !floor.is_finite() || period < 2.0 || idle_within(y, period, floor) || is_count(y, floor) {
         return;
     }
     let look = ((MEDIAN_CYCLES as f64 * period).ceil() as usize).min(y.len());
@@ -125,7 +127,7 @@ mod tests {
             .iter()
             .map(|v| (v * 50.0).round() / 10.0)
             .collect();
-        assert!(on_lattice(&y, 0.0) && !on_lattice(&clamped(), 0.0));
+        assert!(is_count(&y, 0.0) && !is_count(&clamped(), 0.0));
         let mut point = vec![0.15; 3];
         snap_censored(&y, 10.0, 0.0, &[0.5; 3], &mut point);
         assert_eq!(point, vec![0.15; 3]);

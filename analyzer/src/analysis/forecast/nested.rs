@@ -8,7 +8,7 @@
 //! one model wins every way (a stable daily shape at 1 min) they are the same errors.
 
 use super::candidates::Path;
-use super::validation::{average, standardise, COMBINED};
+use super::validation::{average, mae_without, standardise, COMBINED};
 
 /// Standardised errors of the choice made without each origin, on that origin, from
 /// every candidate's validation `paths` (one per origin of `origins`); with a single
@@ -30,41 +30,18 @@ pub fn standardised(y: &[f64], origins: &[usize], paths: &[&[Path]], chosen: &[P
 fn chosen_without(y: &[f64], origins: &[usize], paths: &[&[Path]], held: usize) -> Path {
     let maes: Vec<f64> = paths
         .iter()
-        .map(|p| mae_without(y, origins, p, held))
+        .map(|p| mae_without(y, origins, p, Some(held)))
         .collect();
     let mut order: Vec<usize> = (0..paths.len()).collect();
     // Stable, as in `choose`: among equal errors the earlier candidate stays first.
     order.sort_by(|a, b| maes[*a].total_cmp(&maes[*b]));
     if order.len() >= COMBINED {
         let combined = average(order[..COMBINED].iter().map(|&i| paths[i]));
-        if mae_without(y, origins, &combined, held) < maes[order[0]] {
+        if mae_without(y, origins, &combined, Some(held)) < maes[order[0]] {
             return combined[held].clone();
         }
     }
     paths[order[0]][held].clone()
-}
-
-/// The validation error of `paths` as `choose` weighs it (origin `k` by `2^k`), with
-/// origin `held` left out.
-fn mae_without(y: &[f64], origins: &[usize], paths: &[Path], held: usize) -> f64 {
-    let (mut sum, mut weights) = (0.0, 0.0);
-    for (k, (&o, p)) in origins.iter().zip(paths).enumerate() {
-        if k == held {
-            continue;
-        }
-        let w = (1u64 << k.min(30)) as f64;
-        for (j, f) in p.point.iter().enumerate() {
-            if let Some(v) = y.get(o + j) {
-                sum += w * (v - f).abs();
-                weights += w;
-            }
-        }
-    }
-    if weights == 0.0 || sum.is_nan() {
-        f64::INFINITY
-    } else {
-        sum / weights
-    }
 }
 
 #[cfg(test)]

@@ -134,8 +134,21 @@ pub fn average<'a>(sets: impl Iterator<Item = &'a [Path]>) -> Vec<Path> {
 /// Mean absolute error, origin `k` (oldest 0) weighted `2^k`: the most recent
 /// stretch says most about the next (a job that just went idle), about half the whole.
 pub(super) fn mae(y: &[f64], origins: &[usize], paths: &[Path]) -> f64 {
+    mae_without(y, origins, paths, None)
+}
+
+/// [`mae`] with origin `held` (if any) left out.
+pub(super) fn mae_without(
+    y: &[f64],
+    origins: &[usize],
+    paths: &[Path],
+    held: Option<usize>,
+) -> f64 {
     let (mut sum, mut weights) = (0.0, 0.0);
     for (k, (&o, p)) in origins.iter().zip(paths).enumerate() {
+        if Some(k) == held {
+            continue;
+        }
         let w = (1u64 << k.min(30)) as f64;
         for (j, f) in p.point.iter().enumerate() {
             if let Some(v) = y.get(o + j) {
