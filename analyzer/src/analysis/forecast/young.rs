@@ -1,0 +1,187 @@
+//! A young regime: the series broke (a job started or ended, a cluster's load switched
+//! from pinned to a partial load) after the last validation origin, so validation
+//! scored every candidate on earlier regimes only. The winner there may carry a trend
+//! or a profile fitted across the break, or be the last value of a noisy level that
+//! its median would forecast better. Inside the regime, the choice, the last value and
+//! the regime's median are validated again ([`settle`]); the choice is kept unless one
+//! of the two errs strictly less.
+
+use super::breaks::since_last_break;
+use super::candidates::{median, Path};
+use super::validation::Origins;
+
+/// Fewest points since the break for the regime to be validated in: a quarter of them
+/// before the first inner origin is then enough for a median.
+pub const MIN_YOUNG: usize = 24;
+/// Origins inside the regime, at equal shares of it.
+pub const INNER_ORIGINS: usize = 3;
+
+/// What forecast a young regime best: the choice, or one of the two simple forecasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// The validated choice stands.
+    Choice,
+    /// The last value, held.
+    Naive,
+    /// The median of the regime, held.
+    RegimeMedian,
+}
+
+/// Where the current regime of `y` starts, if it started after the last of `origins`
+/// and holds [`MIN_YOUNG`] points.
+pub fn young_start(y: &[f64], origins: &Origins) -> Option<usize> {
+    let start = y.len() - since_last_break(y).len();
+    let last = *origins.at.last()?;
+    (start > last && y.len() - start >= MIN_YOUNG).then_some(start)
+}
+
+/// Origins inside the regime `y[start..]`: [`INNER_ORIGINS`] at equal shares of it,
+/// each forecasting to the end of `y` (at most `h` steps).
+fn inner_origins(n: usize, start: usize) -> Vec<usize> {
+    let len = n - start;
+    (1..=INNER_ORIGINS)
+        .map(|k| start + k * len / (INNER_ORIGINS + 1))
+        .collect()
+}
+
+/// A constant path of `h` steps with variance `var`.
+fn flat(value: f64, h: usize, var: f64) -> Path {
+    Path {
+        point: vec![value; h],
+        var: vec![var; h],
+    }
+}
+
+/// Validates, inside the young regime of `y` that starts at `start`, the choice
+/// (`choice` forecasts a number of steps from a prefix of `y`), the last value and the
+/// median of the regime so far; the first of them (in that order) with the lowest error.
+pub fn settle(
+    y: &[f64],
+    start: usize,
+    h: usize,
+    choice: &dyn Fn(&[f64], usize) -> Path,
+) -> Settled {
+    let at = inner_origins(y.len(), start);
+    let steps = |o: usize| (y.len() - o).min(h);
+    let score = |f: &dyn Fn(&[f64], usize) -> Path| {
+        let (mut sum, mut count) = (0.0, 0usize);
+        for &o in &at {
+            let path = f(&y[..o], steps(o));
+            sum += path
+                .point
+                .iter()
+                .zip(&y[o..])
+                .map(|(p, v)| (p - v).abs())
+                .sum::<f64>();
+            count += path.point.len();
+        }
+        sum / count.max(1) as f64
+    };
+    let naive = |p: &[f64], s: usize| flat(p[p.len() - 1], s, 0.0);
+    let level = |p: &[f64], s: usize| flat(median(p[start..].to_vec()), s, 0.0);
+    let scores = [
+        (Settled::Choice, score(choice)),
+        (Settled::Naive, score(&naive)),
+        (Settled::RegimeMedian, score(&level)),
+    ];
+    scores
+        .iter()
+        .fold(scores[0], |best, s| if s.1 < best.1 { *s } else { best })
+        .0
+}
+
+/// The forecast `h` steps after `y` of a young regime starting at `start` that
+/// [`settle`] gave to `settled`, with the variance of a random walk (naive) or of the
+/// regime around its median; `None` where the choice stands.
+pub fn forecast(y: &[f64], start: usize, h: usize, settled: Settled) -> Option<(Path, String)> {
+    let regime = &y[start..];
+    match settled {
+        Settled::Choice => None,
+        Settled::Naive => {
+            let s2 = mean_square_step(regime);
+            let mut p = flat(regime[regime.len() - 1], h, 0.0);
+            p.var = (1..=h).map(|j| s2 * j as f64).collect();
+            Some((p, "naive".into()))
+        }
+        Settled::RegimeMedian => {
+            let level = median(regime.to_vec());
+            let s2 = regime.iter().map(|v| (v - level).powi(2)).sum::<f64>() / regime.len() as f64;
+            Some((flat(level, h, s2), "regime-median".into()))
+        }
+    }
+}
+
+/// Mean square of the one-step changes of `y` (0 with fewer than two points).
+fn mean_square_step(y: &[f64]) -> f64 {
+    let n = y.len().saturating_sub(1).max(1);
+    y.windows(2).map(|w| (w[1] - w[0]).powi(2)).sum::<f64>() / n as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Uniform draws in [-1, 1) from a fixed xorshift stream.
+    fn noise(seed: u64, n: usize) -> Vec<f64> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn only_a_regime_after_the_last_origin_is_young() {
+        // pinned at 100 until step 900, then a noisy partial load
+        let e = noise(3, 1000);
+        let y: Vec<f64> = (0..1000)
+            .map(|t| if t < 900 { 100.0 } else { 40.0 + 5.0 * e[t] })
+            .collect();
+        let origins = |last: usize| Origins {
+            at: vec![last - 100, last],
+            steps: 100,
+        };
+        assert_eq!(young_start(&y, &origins(880)), Some(900));
+        assert_eq!(young_start(&y, &origins(900)), None, "validated on it");
+        assert_eq!(young_start(&y[..910], &origins(880)), None, "too short");
+    }
+
+    #[test]
+    fn a_noisy_level_settles_on_its_median_and_a_walk_on_its_last_value() {
+        let e = noise(7, 400);
+        // a partial load, ±5 around 40, since step 200; the choice (a trend fitted
+        // across the break) and the last value both lose to the median
+        let level: Vec<f64> = (0..400)
+            .map(|t| if t < 200 { 0.0 } else { 40.0 + 5.0 * e[t] })
+            .collect();
+        let trend = |p: &[f64], s: usize| Path {
+            point: (1..=s).map(|j| p[p.len() - 1] + 0.2 * j as f64).collect(),
+            var: vec![1.0; s],
+        };
+        assert_eq!(settle(&level, 200, 288, &trend), Settled::RegimeMedian);
+        let (p, name) = forecast(&level, 200, 5, Settled::RegimeMedian).unwrap();
+        assert_eq!(name, "regime-median");
+        assert!((p.point[0] - 40.0).abs() < 1.0, "{:?}", p.point);
+        // a walk since step 200: the last value
+        let mut v = 50.0;
+        let walk: Vec<f64> = (0..400)
+            .map(|t| {
+                if t < 200 {
+                    0.0
+                } else {
+                    v += 3.0 * e[t];
+                    v
+                }
+            })
+            .collect();
+        assert_eq!(settle(&walk, 200, 288, &trend), Settled::Naive);
+        // a choice that forecasts the regime exactly stands, and ties keep it
+        let exact = |p: &[f64], s: usize| flat(p[p.len() - 1], s, 0.0);
+        assert_eq!(settle(&walk, 200, 288, &exact), Settled::Choice);
+        assert_eq!(forecast(&walk, 200, 5, Settled::Choice), None);
+    }
+}
