@@ -109,8 +109,11 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
         post(&mut path);
         model = format!("hedge({model})");
     }
-    // A regime that began after the last origin is validated again inside itself.
-    let young = (!pinned).then(|| young::young_start(y, &origins)).flatten();
+    // A regime that began after the last origin is validated again inside itself; not
+    // where a season was detected, whose cycle no stretch shorter than it can judge.
+    let young = (!pinned && dominant.is_none())
+        .then(|| young::young_start(y, &origins))
+        .flatten();
     let settled = young.and_then(|start| {
         let choice_from = |p: &[f64], s: usize| {
             let paths: Vec<Path> = members.iter().map(|c| c.forecast(p, s)).collect();
