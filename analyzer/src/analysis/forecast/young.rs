@@ -28,11 +28,48 @@ pub enum Settled {
 }
 
 /// Where the current regime of `y` starts, if it started after the last of `origins`
-/// and holds [`MIN_YOUNG`] points.
+/// and holds [`MIN_YOUNG`] points: after the last break, or the last level shift.
 pub fn young_start(y: &[f64], origins: &Origins) -> Option<usize> {
-    let start = y.len() - since_last_break(y).len();
     let last = *origins.at.last()?;
+    let start = (y.len() - since_last_break(y).len()).max(level_shift(y, last).unwrap_or(0));
     (start > last && y.len() - start >= MIN_YOUNG).then_some(start)
+}
+
+/// Points on each side of a level shift whose medians are compared.
+pub const SHIFT_WINDOW: usize = 20;
+/// A level shift moves the median by more than this many noise deviations (the noise
+/// estimated from the median one-step change): a shift too gradual or too small for a
+/// break (a cluster's partial load moving from 67% to 47% under ±5% of noise).
+pub const SHIFT_SIGMAS: f64 = 4.0;
+
+/// The last level shift after `after`: where the median of the [`SHIFT_WINDOW`] points
+/// after a step differs most from that of those before, within the last stretch where
+/// it differs by more than [`SHIFT_SIGMAS`] noise deviations. None on a series whose
+/// median step there is zero (held values: the breaks find its changes).
+fn level_shift(y: &[f64], after: usize) -> Option<usize> {
+    let w = SHIFT_WINDOW;
+    let from = after.max(w);
+    if y.len() < from + w {
+        return None;
+    }
+    let steps: Vec<f64> = y[from - w..]
+        .windows(2)
+        .map(|d| (d[1] - d[0]).abs())
+        .collect();
+    // the median |step| of white noise is 0.954 of its deviation
+    let sigma = median(steps) / 0.954;
+    if sigma <= 0.0 {
+        return None;
+    }
+    let gap = |t: usize| (median(y[t..t + w].to_vec()) - median(y[t - w..t].to_vec())).abs();
+    let limit = SHIFT_SIGMAS * sigma;
+    let latest = (from..=y.len() - w).rev().find(|&t| gap(t) > limit)?;
+    let first = (from..=latest)
+        .rev()
+        .take_while(|&t| gap(t) > limit)
+        .last()
+        .unwrap_or(latest);
+    (first..=latest).max_by(|a, b| gap(*a).total_cmp(&gap(*b)))
 }
 
 /// Origins inside the regime `y[start..]`: [`INNER_ORIGINS`] at equal shares of it,
