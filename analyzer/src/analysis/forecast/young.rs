@@ -8,6 +8,7 @@
 
 use super::breaks::since_last_break;
 use super::candidates::{median, Path};
+use super::hedge::moves_in_steps;
 use super::validation::Origins;
 
 /// Fewest points since the break for the regime to be validated in: a quarter of them
@@ -31,7 +32,12 @@ pub enum Settled {
 /// and holds [`MIN_YOUNG`] points: after the last break, or the last level shift.
 pub fn young_start(y: &[f64], origins: &Origins) -> Option<usize> {
     let last = *origins.at.last()?;
-    let start = (y.len() - since_last_break(y).len()).max(level_shift(y, last).unwrap_or(0));
+    // A level shift is a new regime on a series driven by discrete events (jobs held,
+    // pinned or idle stretches), not on continuous traffic, whose level wanders.
+    let shift = moves_in_steps(y).then(|| level_shift(y, last)).flatten();
+    // a shift within a window of the break is the break, seen blurred by the medians
+    let broke = y.len() - since_last_break(y).len();
+    let start = shift.filter(|&s| s > broke + SHIFT_WINDOW).unwrap_or(broke);
     (start > last && y.len() - start >= MIN_YOUNG).then_some(start)
 }
 
@@ -41,11 +47,16 @@ pub const SHIFT_WINDOW: usize = 20;
 /// estimated from the median one-step change): a shift too gradual or too small for a
 /// break (a cluster's partial load moving from 67% to 47% under ±5% of noise).
 pub const SHIFT_SIGMAS: f64 = 4.0;
+/// ... and by more than this many deviations of the values on either side (their
+/// median absolute deviation, scaled to normal): on bursty traffic the medians of 20
+/// points wander far more than the one-step noise says, and a wander is no regime.
+pub const SHIFT_SPREADS: f64 = 3.0;
 
 /// The last level shift after `after`: where the median of the [`SHIFT_WINDOW`] points
 /// after a step differs most from that of those before, within the last stretch where
-/// it differs by more than [`SHIFT_SIGMAS`] noise deviations. None on a series whose
-/// median step there is zero (held values: the breaks find its changes).
+/// it differs by more than [`SHIFT_SIGMAS`] noise deviations, if it differs by
+/// [`SHIFT_SPREADS`] spreads. None on a series whose median step there is zero (held values: the breaks
+/// find its changes).
 fn level_shift(y: &[f64], after: usize) -> Option<usize> {
     let w = SHIFT_WINDOW;
     let from = after.max(w);
@@ -69,7 +80,13 @@ fn level_shift(y: &[f64], after: usize) -> Option<usize> {
         .take_while(|&t| gap(t) > limit)
         .last()
         .unwrap_or(latest);
-    (first..=latest).max_by(|a, b| gap(*a).total_cmp(&gap(*b)))
+    let at = (first..=latest).max_by(|a, b| gap(*a).total_cmp(&gap(*b)))?;
+    let spread = |v: &[f64]| {
+        let m = median(v.to_vec());
+        median(v.iter().map(|x| (x - m).abs()).collect()) / 0.6745
+    };
+    let wide = spread(&y[at - w..at]).max(spread(&y[at..at + w]));
+    (gap(at) > SHIFT_SPREADS * wide).then_some(at)
 }
 
 /// Origins inside the regime `y[start..]`: [`INNER_ORIGINS`] at equal shares of it,
@@ -190,35 +207,111 @@ mod tests {
     #[test]
     fn a_noisy_level_settles_on_its_median_and_a_walk_on_its_last_value() {
         let e = noise(7, 400);
-        // a partial load, ±5 around 40, since step 200; the choice (a trend fitted
-        // across the break) and the last value both lose to the median
+        // the choice holds the level before the break (0), validated on it alone
+        let stale = |_: &[f64], s: usize| flat(0.0, s, 1.0);
+        // a partial load, ±5 around 40, since step 200: the median beats the last value
         let level: Vec<f64> = (0..400)
             .map(|t| if t < 200 { 0.0 } else { 40.0 + 5.0 * e[t] })
             .collect();
-        let trend = |p: &[f64], s: usize| Path {
-            point: (1..=s).map(|j| p[p.len() - 1] + 0.2 * j as f64).collect(),
-            var: vec![1.0; s],
-        };
-        assert_eq!(settle(&level, 200, 288, &trend), Settled::RegimeMedian);
+        assert_eq!(settle(&level, 200, 288, &stale), Settled::RegimeMedian);
         let (p, name) = forecast(&level, 200, 5, Settled::RegimeMedian).unwrap();
         assert_eq!(name, "regime-median");
         assert!((p.point[0] - 40.0).abs() < 1.0, "{:?}", p.point);
-        // a walk since step 200: the last value
+        // a drifting walk since step 200: the last value beats the median
         let mut v = 50.0;
         let walk: Vec<f64> = (0..400)
             .map(|t| {
+                if t >= 200 {
+                    v += 0.5 + e[t];
+                }
                 if t < 200 {
                     0.0
                 } else {
-                    v += 3.0 * e[t];
                     v
                 }
             })
             .collect();
-        assert_eq!(settle(&walk, 200, 288, &trend), Settled::Naive);
-        // a choice that forecasts the regime exactly stands, and ties keep it
-        let exact = |p: &[f64], s: usize| flat(p[p.len() - 1], s, 0.0);
-        assert_eq!(settle(&walk, 200, 288, &exact), Settled::Choice);
+        assert_eq!(settle(&walk, 200, 288, &stale), Settled::Naive);
+        let (p, _) = forecast(&walk, 200, 5, Settled::Naive).unwrap();
+        assert_eq!(p.point, vec![walk[399]; 5]);
+        // a choice no worse than the last value stands (ties keep it)
+        let last = |p: &[f64], s: usize| flat(p[p.len() - 1], s, 0.0);
+        assert_eq!(settle(&walk, 200, 288, &last), Settled::Choice);
         assert_eq!(forecast(&walk, 200, 5, Settled::Choice), None);
+    }
+
+    #[test]
+    fn a_level_shift_under_noise_starts_a_young_regime() {
+        // pinned at 100 for 600 steps, then a partial load ±5 around 67% that falls to
+        // 47% at step 900: a step of 20, too small for a break under that noise, but
+        // the medians either side are 20 apart
+        let e = noise(11, 1000);
+        let load = |t: usize, shift: bool| match t {
+            _ if t < 600 => 100.0,
+            _ if shift && t >= 900 => 47.0 + 5.0 * e[t],
+            _ => 67.0 + 5.0 * e[t],
+        };
+        let y: Vec<f64> = (0..1000).map(|t| load(t, true)).collect();
+        assert_eq!(
+            since_last_break(&y).len(),
+            400,
+            "the pinned stretch's end only"
+        );
+        let origins = Origins {
+            at: vec![780, 880],
+            steps: 100,
+        };
+        let start = young_start(&y, &origins).expect("young");
+        assert!((898..=902).contains(&start), "{start}");
+        // the same load without the shift: no young regime
+        let flat: Vec<f64> = (0..1000).map(|t| load(t, false)).collect();
+        assert_eq!(young_start(&flat, &origins), None);
+        // the shift on continuous traffic (no held stretch): a wander, not a regime
+        assert_eq!(
+            young_start(
+                &y[600..],
+                &Origins {
+                    at: vec![180, 280],
+                    steps: 100
+                }
+            ),
+            None
+        );
+        assert!(level_shift(&y[600..], 280).is_some());
+        // held values (a count that moves in steps): left to the breaks
+        let held: Vec<f64> = (0..1000).map(|t| (t / 50 % 3) as f64).collect();
+        assert_eq!(level_shift(&held, 880), None);
+    }
+
+    #[test]
+    fn a_partial_load_after_a_pinned_stretch_forecasts_its_median() {
+        // 5 min steps, two weeks: pinned at 100 for days, a partial load ±5 around 40
+        // for the last 150 steps; the day ahead is that load (validation, four days
+        // back, never saw it): its median, not its last noisy sample
+        use crate::analysis::forecast::{forecast, ForecastConfig};
+        use crate::series::Series;
+        let n = 288 * 14;
+        let e = noise(5, n);
+        let y: Vec<f64> = (0..n)
+            .map(|t| match t {
+                _ if t >= n - 150 => 40.0 + 5.0 * e[t],
+                _ if t >= n - 1500 => 100.0,
+                _ => 60.0 + 5.0 * e[t],
+            })
+            .collect();
+        let f = forecast(
+            &Series::from_values(&y, 300.0),
+            &ForecastConfig {
+                horizon_steps: 288,
+                ..ForecastConfig::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(f.model, "regime-median");
+        assert!(
+            f.point.iter().all(|p| (p - 40.0).abs() < 1.0),
+            "{:?}",
+            f.point
+        );
     }
 }
