@@ -36,6 +36,7 @@ mod select;
 pub mod spikes;
 pub mod threshold;
 pub mod validation;
+pub mod young;
 
 pub use threshold::{time_to_threshold, ThresholdCrossing};
 

@@ -13,6 +13,7 @@ use super::intervals;
 use super::linear::LinearFit;
 use super::pinned;
 use super::validation::{self, Origins};
+use super::young;
 use super::{fits, Forecast, FIT_POINTS};
 
 /// Evaluations the optimiser may spend per model (AICc method).
@@ -109,6 +110,28 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
         post(&mut path);
         model = format!("hedge({model})");
     }
+    // A regime that began after the last origin is validated again inside itself; not
+    // where a season was detected, whose cycle no stretch shorter than it can judge.
+    let young = (!pinned && dominant.is_none())
+        .then(|| young::young_start(y, &origins))
+        .flatten();
+    let settled = young.and_then(|start| {
+        let choice_from = |p: &[f64], s: usize| {
+            let paths: Vec<Path> = members.iter().map(|c| c.forecast(p, s)).collect();
+            let mut path = validation::average(paths.iter().map(std::slice::from_ref)).remove(0);
+            post(&mut path);
+            if hedged {
+                hedge::hedge(p, &mut path.point);
+                post(&mut path);
+            }
+            path
+        };
+        young::forecast(y, start, h, young::settle(y, start, h, &choice_from))
+    });
+    if let Some((p, name)) = settled.clone() {
+        (path, model) = (p, name);
+        post(&mut path);
+    }
     match dominant {
         Some(season) => floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point),
         None => floor::snap_flat_to_floor(y, bounds.lower, &mut path.point),
@@ -141,7 +164,10 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     let (lower_95, upper_95) = band(0.95, intervals::z(0.95));
     Forecast {
         model,
-        period_seconds: members.iter().find_map(|c| c.period()),
+        period_seconds: members
+            .iter()
+            .find_map(|c| c.period())
+            .filter(|_| settled.is_none()),
         step_seconds: 1.0,
         point: path.point,
         lower_80,
