@@ -333,14 +333,31 @@ pub fn forecast_values(
             .map(|v| v.clamp(-f64::MAX, f64::MAX))
             .collect()
     };
+    let (lower_95, upper_95) = (
+        bound(&unit.lower_95, Lattice::below),
+        bound(&unit.upper_95, Lattice::above),
+    );
+    // Where both bands reach the series' bounds, scaling back can leave the 80% band
+    // an ulp outside the 95% one; a consumer may rely on the nesting.
+    let lower_80 = nested_within(bound(&unit.lower_80, Lattice::below), &lower_95, f64::max);
+    let upper_80 = nested_within(bound(&unit.upper_80, Lattice::above), &upper_95, f64::min);
     Ok(Forecast {
-        lower_80: bound(&unit.lower_80, Lattice::below),
-        upper_80: bound(&unit.upper_80, Lattice::above),
-        lower_95: bound(&unit.lower_95, Lattice::below),
-        upper_95: bound(&unit.upper_95, Lattice::above),
+        lower_80,
+        upper_80,
+        lower_95,
+        upper_95,
         point,
         ..unit
     })
+}
+
+/// `inner` with each bound moved no further out than `outer`'s (`inward` picks).
+fn nested_within(inner: Vec<f64>, outer: &[f64], inward: fn(f64, f64) -> f64) -> Vec<f64> {
+    inner
+        .iter()
+        .zip(outer)
+        .map(|(i, o)| inward(*i, *o))
+        .collect()
 }
 
 #[cfg(test)]
@@ -517,6 +534,49 @@ mod tests {
                 f.point
             );
         }
+    }
+
+    #[test]
+    fn one_absurd_sample_in_a_short_series_leaves_sane_nested_bands() {
+        // 30 samples at 5 (to 1e-9), one of them -5e10: the bands stay near 5
+        let y: Vec<f64> = (0..30)
+            .map(|t| {
+                if t == 28 {
+                    -5e10
+                } else {
+                    5.0 + 1e-9 * (t % 3) as f64
+                }
+            })
+            .collect();
+        let flat = ForecastConfig {
+            period: PeriodChoice::None,
+            ..auto(3)
+        };
+        let f = forecast(&Series::from_values(&y, 1.0), &flat).unwrap();
+        assert_bands_hold_points(&f);
+        let near = |v: &f64| (4.0..6.0).contains(v);
+        assert!(f.lower_95.iter().chain(&f.upper_95).all(near), "{f:?}");
+        // tiny values whose bands meet the series' bounds: the 80% band stays inside
+        // the 95% one (scaling back once left it an ulp outside)
+        let tiny = [
+            -2.489314788921947e-302,
+            4.5611907120798526e-302,
+            1.2922446858333803e-301,
+            2.322426707361572e-301,
+            2.5782068316466884e-301,
+            3.7120738982009487e-301,
+            4.464018398056735e-301,
+            5.048092515687148e-301,
+            5.581846342959893e-301,
+            6.267241462224098e-301,
+            6.354389677850634e-301,
+            7.337575814893698e-301,
+        ];
+        let f = forecast(&Series::from_values(&tiny, 1.0), &auto(1)).unwrap();
+        assert!(
+            f.lower_80[0] >= f.lower_95[0] && f.upper_80[0] <= f.upper_95[0],
+            "{f:?}"
+        );
     }
 
     #[test]

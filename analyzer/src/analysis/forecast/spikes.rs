@@ -35,7 +35,7 @@ pub fn replace_spikes(y: &mut [f64]) -> usize {
     // d[i] = y[i+1] - y[i], in units of `unit`.
     let d: Vec<f64> = y.windows(2).map(|w| w[1] * unit - w[0] * unit).collect();
     let mut sizes: Vec<f64> = d.iter().map(|v| v.abs()).collect();
-    let q = large_step(&mut sizes);
+    let q = large_step_without_one_spike(&mut sizes);
     let t = SPIKE_STEPS * q;
     let mut replaced = Vec::new();
     // The first sample: one neighbour, but older data, so the interior rule applies.
@@ -64,6 +64,15 @@ pub fn replace_spikes(y: &mut [f64]) -> usize {
         return replaced.len() + 1;
     }
     replaced.len()
+}
+
+/// [`large_step`], but never one of the two largest steps: in fewer than about 200
+/// samples a single spike's way in and out are more than 1% of the steps, and would
+/// set the scale that is to tell it apart.
+fn large_step_without_one_spike(sizes: &mut [f64]) -> f64 {
+    let at = ((sizes.len() - 1) as f64 * 0.99).floor() as usize;
+    let at = at.min(sizes.len().saturating_sub(3));
+    *sizes.select_nth_unstable_by(at, f64::total_cmp).1
 }
 
 /// A large step: the 99th percentile of the absolute first differences `sizes`
@@ -113,6 +122,27 @@ mod tests {
             .collect();
         let expected = bursts.clone();
         assert_eq!(replace_spikes(&mut bursts), 0);
+        assert_eq!(bursts, expected);
+    }
+
+    #[test]
+    fn a_spike_in_a_short_series_is_replaced_and_two_bursts_are_kept() {
+        // 30 samples: the spike's way in and out are 2 of 29 steps, beyond the 99th
+        // percentile's reach, so they must not set the scale themselves
+        let clean: Vec<f64> = (0..30).map(|i| 5.0 + 1e-9 * (i % 3) as f64).collect();
+        let mut y = clean.clone();
+        y[28] = -5e10;
+        assert_eq!(replace_spikes(&mut y), 1);
+        assert!(y.iter().all(|v| (4.9..5.1).contains(v)), "{y:?}");
+        let mut bursts: Vec<f64> = (0..30)
+            .map(|i| if i % 12 == 5 { 0.9 } else { 0.0 })
+            .collect();
+        let expected = bursts.clone();
+        assert_eq!(
+            replace_spikes(&mut bursts),
+            0,
+            "a burst that recurs is data"
+        );
         assert_eq!(bursts, expected);
     }
 
