@@ -180,6 +180,30 @@ pub fn last_peak(values: &[f64], start: f64, step: f64, period: f64) -> Option<f
 
 /// Finds the periods of evenly spaced `values` (`step` seconds apart).
 pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
+    let outcome = detect_whole(values, step, config);
+    if !matches!(outcome, PeriodOutcome::Periodic(_)) {
+        let long = STILL_STEPS.max(values.len() / STILL_SHARE);
+        if let Some(active) = prepare::longest_active(values, long) {
+            if let found @ PeriodOutcome::Periodic(_) = detect_whole(active, step, config) {
+                return found;
+            }
+        }
+    }
+    outcome
+}
+
+/// Shortest idle stretch ([`prepare::longest_active`]) that splits a series when the
+/// whole shows no period: a job stopped between its cycles buries their spectrum under
+/// the stop's, while its longest busy stretch still shows them (joining the stretches
+/// would break their phase at each stop).
+pub const STILL_STEPS: usize = 12;
+
+/// An idle stretch must also be at least this share (1/10) of the series: shorter
+/// idles are more likely part of the cycle (an evaluation pass) than a stop.
+pub const STILL_SHARE: usize = 10;
+
+/// [`detect_on_grid`] on all of `values`.
+fn detect_whole(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
     let n = values.len();
     if n < config.min_points.max(8) {
         return PeriodOutcome::none(format!(
@@ -459,6 +483,46 @@ mod tests {
 
     fn detect(values: &[f64]) -> PeriodOutcome {
         detect_on_grid(values, 60.0, &PeriodConfig::default())
+    }
+
+    /// The first `n` samples of a series recorded on the H100 (`docs/validation`).
+    fn recorded(run: &str, name: &str, n: usize) -> Series {
+        let path = format!(
+            "{}/../docs/validation/analyzer/h100-series/{run}/{name}.csv",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let number = |v: Option<&str>| v.and_then(|v| v.parse::<f64>().ok()).expect(&path);
+        let points = text
+            .lines()
+            .skip(1)
+            .take(n)
+            .map(|l| {
+                let mut cells = l.split(',');
+                (number(cells.next()), number(cells.next()))
+            })
+            .collect();
+        Series::from_points(points)
+    }
+
+    #[test]
+    fn a_job_stopped_between_its_cycles_keeps_its_period() {
+        // run5's DRAM activity: a training job with an evaluation pass every 60 s ran
+        // 280 s, stopped for 110 s and resumed; its first 477 samples. The stop's step
+        // buries the cycles in the spectrum of the whole; the 280 s before it show them.
+        let series = recorded("run5", "gpu_dram_active", 477);
+        let config = PeriodConfig::default();
+        let grid =
+            grid::longest(grid::segments(&series.points, None, config.max_fill_steps).unwrap());
+        let whole = detect_whole(&grid.values, grid.step, &config);
+        assert!(whole.periods().is_empty(), "{whole:?}");
+        let out = detect_periods(&series, &config);
+        assert!(
+            out.periods()
+                .iter()
+                .any(|p| (p.period_seconds - 60.0).abs() < 1.2),
+            "{out:?}"
+        );
     }
 
     #[test]

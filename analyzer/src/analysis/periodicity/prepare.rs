@@ -136,6 +136,43 @@ fn clamp_all(x: &mut [f64], (lo, hi): (f64, f64)) {
     }
 }
 
+/// Share of the range above its lowest value within which a series is idle.
+pub const IDLE_SHARE: f64 = 0.05;
+
+/// The longest stretch of `x` between its idle stretches (at least `long` steps within
+/// [`IDLE_SHARE`] of the range above the lowest value); `None` when there is no idle
+/// stretch, or when they are half of `x` or more (a series mostly idle is idle, and
+/// its few blips no cycle). Busy plateaus are not idle: a stopped job idles at the
+/// floor.
+pub fn longest_active(x: &[f64], long: usize) -> Option<&[f64]> {
+    let (lo, hi) = x
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        });
+    // halves first: the range of values near ±f64::MAX overflows
+    let ceiling = lo + IDLE_SHARE * 2.0 * (hi / 2.0 - lo / 2.0);
+    let idle = |v: &f64| *v <= ceiling;
+    let (mut idle_total, mut best, mut piece_start) = (0, 0..0, 0);
+    let mut start = 0;
+    while start < x.len() {
+        let is_idle = idle(&x[start]);
+        let end = start + x[start..].iter().take_while(|v| idle(v) == is_idle).count();
+        if is_idle && end - start >= long.max(1) {
+            idle_total += end - start;
+            if start - piece_start > best.len() {
+                best = piece_start..start;
+            }
+            piece_start = end;
+        }
+        start = end;
+    }
+    if x.len() - piece_start > best.len() {
+        best = piece_start..x.len();
+    }
+    (idle_total > 0 && 2 * idle_total < x.len()).then(|| &x[best])
+}
+
 /// Clamps values to median ± k robust standard deviations. The scale is the MAD, or the
 /// mean absolute deviation when more than half the values sit on the median (sparse
 /// bursts), and nothing is clipped when both are zero. Safe for any finite values.
@@ -195,6 +232,29 @@ pub fn hann(i: usize, n: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_stretches_at_the_floor_split_and_busy_plateaus_stay() {
+        // busy at exactly 1 for 30 steps, idle near 0 for 20, busy again for 25, then 5
+        // at a lower busy level
+        let mut x = vec![1.0; 80];
+        x[30..50].iter_mut().for_each(|v| *v = 0.01);
+        x[75..].iter_mut().for_each(|v| *v = 0.5);
+        let kept = longest_active(&x, 12).expect("the idle stretch splits it");
+        assert_eq!(
+            kept,
+            &x[..30],
+            "the longer of 30 and 30 busy steps: the first"
+        );
+        assert_eq!(longest_active(&x[..70], 12), Some(&x[..30]));
+        // an idle stretch shorter than `long` is part of the series
+        assert_eq!(longest_active(&x, 21), None);
+        // a series idle for half its length or more is idle
+        let mut mostly = vec![0.0; 80];
+        mostly[..40].iter_mut().for_each(|v| *v = 1.0);
+        assert_eq!(longest_active(&mostly, 12), None);
+        assert_eq!(longest_active(&[], 12), None);
+    }
 
     #[test]
     fn the_residual_variance_is_the_mean_square_left() {
