@@ -54,8 +54,7 @@ pub const STEP_SHARE: f64 = 0.5;
 /// series driven by discrete events (jobs holding GPUs, counts of jobs started), whose
 /// level, not its path, is what persists.
 pub fn moves_in_steps(y: &[f64]) -> bool {
-    let still = y.windows(2).filter(|w| w[1] == w[0]).count();
-    y.len() > 1 && still as f64 >= STEP_SHARE * (y.len() - 1) as f64
+    y.len() > 1 && super::pinned::still_share(y) >= STEP_SHARE
 }
 
 /// Replaces each point forecast after `y` by the median of itself, the current level of

@@ -8,7 +8,7 @@
 //! one model wins every way (a stable daily shape at 1 min) they are the same errors.
 
 use super::candidates::Path;
-use super::validation::{average, mae_without, standardise, COMBINED};
+use super::validation::{pick, standardise};
 
 /// Standardised errors of the choice made without each origin, on that origin, from
 /// every candidate's validation `paths` (one per origin of `origins`); with a single
@@ -25,23 +25,9 @@ pub fn standardised(y: &[f64], origins: &[usize], paths: &[&[Path]], chosen: &[P
         .collect()
 }
 
-/// The forecast at origin `held` of the candidate (or mean of the best
-/// [`COMBINED`]) with the lowest error on the other origins.
+/// The forecast at origin `held` of the choice made on the other origins.
 fn chosen_without(y: &[f64], origins: &[usize], paths: &[&[Path]], held: usize) -> Path {
-    let maes: Vec<f64> = paths
-        .iter()
-        .map(|p| mae_without(y, origins, p, Some(held)))
-        .collect();
-    let mut order: Vec<usize> = (0..paths.len()).collect();
-    // Stable, as in `choose`: among equal errors the earlier candidate stays first.
-    order.sort_by(|a, b| maes[*a].total_cmp(&maes[*b]));
-    if order.len() >= COMBINED {
-        let combined = average(order[..COMBINED].iter().map(|&i| paths[i]));
-        if mae_without(y, origins, &combined, Some(held)) < maes[order[0]] {
-            return combined[held].clone();
-        }
-    }
-    paths[order[0]][held].clone()
+    pick(y, origins, paths, Some(held)).paths.swap_remove(held)
 }
 
 #[cfg(test)]

@@ -27,11 +27,19 @@ pub fn chance_run(y: &[f64]) -> usize {
     if y.len() < 2 {
         return MIN_RUN;
     }
-    let still = y.windows(2).filter(|w| (w[1] - w[0]).abs() <= SAME).count();
-    let p = still as f64 / (y.len() - 1) as f64;
+    let p = still_share(y);
     (SHORTEST_RUN..MIN_RUN)
         .find(|&k| p.powi(k as i32 - 1) <= CHANCE)
         .unwrap_or(MIN_RUN)
+}
+
+/// The share of the steps of `y` that leave it unchanged (0 for fewer than 2 values).
+pub fn still_share(y: &[f64]) -> f64 {
+    if y.len() < 2 {
+        return 0.0;
+    }
+    let still = y.windows(2).filter(|w| (w[1] - w[0]).abs() <= SAME).count();
+    still as f64 / (y.len() - 1) as f64
 }
 
 /// How many values at the end of `y` equal the last one.

@@ -87,17 +87,25 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     let choice = validation::choose(y, &all, &origins, &post);
     let hedged = !pinned && hedge::worth_it(y, &choice, &origins, &post);
     let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
-    let paths: Vec<Path> = members
-        .iter()
-        .map(|c| {
-            let mut p = c.forecast(y, h);
-            post(&mut p);
-            p
-        })
-        .collect();
-    let mut path = validation::average(paths.iter().map(std::slice::from_ref))
-        .pop()
-        .expect("one path");
+    // The choice's forecast of `s` steps after a prefix `p` of `y`: the mean of its
+    // members, each within the bounds, hedged where validation said so.
+    let forecast_choice = |p: &[f64], s: usize| {
+        let paths: Vec<Path> = members
+            .iter()
+            .map(|c| {
+                let mut path = c.forecast(p, s);
+                post(&mut path);
+                path
+            })
+            .collect();
+        let mut path = validation::average(paths.iter().map(std::slice::from_ref)).remove(0);
+        if hedged {
+            hedge::hedge(p, &mut path.point);
+            post(&mut path);
+        }
+        path
+    };
+    let mut path = forecast_choice(y, h);
     let mut model = match members.as_slice() {
         [one] => one.name(),
         many => {
@@ -106,8 +114,6 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
         }
     };
     if hedged {
-        hedge::hedge(y, &mut path.point);
-        post(&mut path);
         model = format!("hedge({model})");
     }
     // A regime that began after the last origin is validated again inside itself; not
@@ -116,19 +122,10 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
         .then(|| young::young_start(y, &origins))
         .flatten();
     let settled = young.and_then(|start| {
-        let choice_from = |p: &[f64], s: usize| {
-            let paths: Vec<Path> = members.iter().map(|c| c.forecast(p, s)).collect();
-            let mut path = validation::average(paths.iter().map(std::slice::from_ref)).remove(0);
-            post(&mut path);
-            if hedged {
-                hedge::hedge(p, &mut path.point);
-                post(&mut path);
-            }
-            path
-        };
-        young::forecast(y, start, h, young::settle(y, start, h, &choice_from))
+        young::forecast(y, start, h, young::settle(y, start, h, &forecast_choice))
     });
-    if let Some((p, name)) = settled.clone() {
+    let resettled = settled.is_some();
+    if let Some((p, name)) = settled {
         (path, model) = (p, name);
         post(&mut path);
     }
@@ -167,7 +164,7 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
         period_seconds: members
             .iter()
             .find_map(|c| c.period())
-            .filter(|_| settled.is_none()),
+            .filter(|_| !resettled),
         step_seconds: 1.0,
         point: path.point,
         lower_80,

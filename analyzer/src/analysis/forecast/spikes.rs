@@ -70,16 +70,21 @@ pub fn replace_spikes(y: &mut [f64]) -> usize {
 /// samples a single spike's way in and out are more than 1% of the steps, and would
 /// set the scale that is to tell it apart.
 fn large_step_without_one_spike(sizes: &mut [f64]) -> f64 {
-    let at = ((sizes.len() - 1) as f64 * 0.99).floor() as usize;
-    let at = at.min(sizes.len().saturating_sub(3));
+    let at = p99(sizes.len()).min(sizes.len().saturating_sub(3));
     *sizes.select_nth_unstable_by(at, f64::total_cmp).1
+}
+
+/// Where the 99th percentile of `n` values sits in their order.
+fn p99(n: usize) -> usize {
+    ((n - 1) as f64 * 0.99).floor() as usize
 }
 
 /// A large step: the 99th percentile of the absolute first differences `sizes`
 /// (reordered), so that changes which recur often (bursts) set the scale.
 pub(super) fn large_step(sizes: &mut [f64]) -> f64 {
-    let at = ((sizes.len() - 1) as f64 * 0.99).floor() as usize;
-    *sizes.select_nth_unstable_by(at, f64::total_cmp).1
+    *sizes
+        .select_nth_unstable_by(p99(sizes.len()), f64::total_cmp)
+        .1
 }
 
 #[cfg(test)]

@@ -43,12 +43,6 @@ impl Origins {
     }
 }
 
-/// One candidate's validation forecasts.
-struct Scored {
-    paths: Vec<Path>,
-    mae: f64,
-}
-
 /// The chosen forecaster and the errors it made in validation.
 pub struct Choice {
     /// Indices of the candidates averaged (one for a single model).
@@ -71,43 +65,67 @@ pub fn choose(
     origins: &Origins,
     post: &dyn Fn(&mut Path),
 ) -> Choice {
-    let scored: Vec<Scored> = candidates
+    let scored: Vec<Vec<Path>> = candidates
         .iter()
         .map(|c| {
             let mut paths = c.backtest(y, &origins.at, origins.steps);
             paths.iter_mut().for_each(post);
-            let mae = mae(y, &origins.at, &paths);
-            Scored { paths, mae }
+            paths
         })
         .collect();
-    let mut order: Vec<usize> = (0..scored.len()).collect();
+    let all: Vec<&[Path]> = scored.iter().map(|p| &p[..]).collect();
+    let pick = pick(y, &origins.at, &all, None);
+    Choice {
+        standardised: nested::standardised(y, &origins.at, &all, &pick.paths),
+        members: pick.members,
+        mae: pick.mae,
+        candidate_mae: pick.candidate_mae,
+        paths: pick.paths,
+    }
+}
+
+/// The candidates a forecast is made of, and how they did in validation.
+pub(super) struct Pick {
+    /// Indices of the candidates averaged (one for a single model).
+    pub members: Vec<usize>,
+    /// Their validation error.
+    pub mae: f64,
+    /// Their (mean) forecasts from each origin.
+    pub paths: Vec<Path>,
+    /// The validation error of every candidate, in candidate order.
+    pub candidate_mae: Vec<f64>,
+}
+
+/// From every candidate's validation `paths` (one per origin): the candidate with the
+/// lowest [`mae_without`] origin `held`, or the best [`COMBINED`] where their mean errs
+/// less.
+pub(super) fn pick(y: &[f64], origins: &[usize], paths: &[&[Path]], held: Option<usize>) -> Pick {
+    let candidate_mae: Vec<f64> = paths
+        .iter()
+        .map(|p| mae_without(y, origins, p, held))
+        .collect();
+    let mut order: Vec<usize> = (0..paths.len()).collect();
     // Stable: among equal errors the earlier candidate stays first.
-    order.sort_by(|a, b| scored[*a].mae.total_cmp(&scored[*b].mae));
+    order.sort_by(|a, b| candidate_mae[*a].total_cmp(&candidate_mae[*b]));
     let best = order[0];
-    let mut members = vec![best];
-    let mut chosen_paths = scored[best].paths.clone();
-    let mut best_mae = scored[best].mae;
     if order.len() >= COMBINED {
         let top = &order[..COMBINED];
-        let combined = average(top.iter().map(|&i| &scored[i].paths[..]));
-        let m = mae(y, &origins.at, &combined);
-        if m < best_mae {
-            members = top.to_vec();
-            chosen_paths = combined;
-            best_mae = m;
+        let combined = average(top.iter().map(|&i| paths[i]));
+        let mae = mae_without(y, origins, &combined, held);
+        if mae < candidate_mae[best] {
+            return Pick {
+                members: top.to_vec(),
+                mae,
+                paths: combined,
+                candidate_mae,
+            };
         }
     }
-    Choice {
-        members,
-        mae: best_mae,
-        candidate_mae: scored.iter().map(|s| s.mae).collect(),
-        standardised: nested::standardised(
-            y,
-            &origins.at,
-            &scored.iter().map(|s| &s.paths[..]).collect::<Vec<_>>(),
-            &chosen_paths,
-        ),
-        paths: chosen_paths,
+    Pick {
+        members: vec![best],
+        mae: candidate_mae[best],
+        paths: paths[best].to_vec(),
+        candidate_mae,
     }
 }
 

@@ -8,8 +8,8 @@
 //!
 //! A break like one before the last origin (a sawtooth's reset, a job restarting as
 //! before) opens no young regime: validation has seen the candidates cross such a
-//! jump. On the H100's run4 recording, memory that ramps and is freed lost a third of
-//! its accuracy when every reset was treated as new.
+//! jump. On the H100's run4 recording, treating every reset as new took the memory
+//! series (ramped and freed) from sMAPE 42.99 to 50.83 and MASE 5.70 to 6.18.
 
 use super::breaks::since_last_break;
 use super::candidates::{median, Path};

@@ -520,6 +520,14 @@ mod tests {
         Series::from_points(points)
     }
 
+    /// [`detect_whole`] on the longest stretch of `series` on its grid, as
+    /// [`detect_periods`] would see it without the busy-stretch search.
+    fn detect_whole_series(series: &Series, config: &PeriodConfig) -> PeriodOutcome {
+        let segments = grid::segments(&series.points, None, config.max_fill_steps).unwrap();
+        let grid = grid::longest(segments);
+        detect_whole(&grid.values, grid.step, config)
+    }
+
     #[test]
     fn a_job_stopped_between_its_cycles_keeps_its_period() {
         // run5's DRAM activity: a training job with an evaluation pass every 60 s ran
@@ -527,9 +535,7 @@ mod tests {
         // buries the cycles in the spectrum of the whole; the 280 s before it show them.
         let series = recorded("run5", "gpu_dram_active", 477);
         let config = PeriodConfig::default();
-        let grid =
-            grid::longest(grid::segments(&series.points, None, config.max_fill_steps).unwrap());
-        let whole = detect_whole(&grid.values, grid.step, &config);
+        let whole = detect_whole_series(&series, &config);
         assert!(whole.periods().is_empty(), "{whole:?}");
         let out = detect_periods(&series, &config);
         assert!(
@@ -546,9 +552,7 @@ mod tests {
         // 30 s as strongly as at 60 s; the busy stretch before the stop shows 60 s
         let series = recorded("run5", "gpu_utilization", usize::MAX);
         let config = PeriodConfig::default();
-        let grid =
-            grid::longest(grid::segments(&series.points, None, config.max_fill_steps).unwrap());
-        let whole = detect_whole(&grid.values, grid.step, &config);
+        let whole = detect_whole_series(&series, &config);
         assert!(
             whole
                 .periods()
