@@ -11,3 +11,4 @@ pub mod occupancy;
 pub mod periodicity;
 pub mod profile;
 pub mod roofline;
+pub mod runs;

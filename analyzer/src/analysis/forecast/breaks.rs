@@ -6,8 +6,8 @@
 
 use std::sync::Mutex;
 
-use super::pinned::MIN_RUN;
-use super::runs::runs;
+use super::pinned::{run_by_chance, still_share, MIN_RUN};
+use crate::analysis::runs::{hold, runs};
 
 /// A one-step change of more than this many large steps is a break. A large step is the
 /// 99th percentile of the absolute first differences, as for spikes, so changes that
@@ -100,12 +100,21 @@ fn lasts(y: &[f64], t: usize, limit: f64) -> bool {
 /// than the flat top of every cycle (a GPU at exactly 100% through each step burst).
 pub const HELD_SHARE: usize = 50;
 
-/// The last boundary of a run of equal values at least [`MIN_RUN`] long and a
-/// 1/[`HELD_SHARE`] of `y` (the first index after it ended, or where it started if it
-/// lasts to the end): a job stopped or resumed, a new regime, however small the step (a
-/// training job's dips are as deep as its fall to idle).
+/// The last boundary of a run of equal values long enough not to happen by chance
+/// (at least [`MIN_RUN`] steps, and [`run_by_chance`] readings of the series' usual
+/// [`hold`]) and a 1/[`HELD_SHARE`] of `y` (the first index after it ended, or where it
+/// started if it lasts to the end): a job stopped or resumed, a new regime, however
+/// small the step (a training job's dips are as deep as its fall to idle). A reading
+/// sampled every 10 s and scraped every second repeats two or three times in a row by
+/// itself, and makes runs of 20 or 30 steps that stop nothing.
 fn last_held_boundary(y: &[f64]) -> Option<usize> {
-    let long = MIN_RUN.max(y.len() / HELD_SHARE);
+    let hold = hold(y);
+    // of the steps, hold - 1 in each reading are unchanged by construction
+    let h = hold as f64;
+    let unchanged_readings = (h * still_share(y) - (h - 1.0)).clamp(0.0, 1.0);
+    let long = MIN_RUN
+        .max(hold * run_by_chance(unchanged_readings))
+        .max(y.len() / HELD_SHARE);
     runs(y, 0.0).filter(|r| r.len() >= long).last().map(|r| {
         if r.end == y.len() {
             r.start
@@ -154,6 +163,26 @@ mod tests {
         assert_eq!(since_last_break(&resumed[..400]).len(), 400);
         let noisy: Vec<f64> = (0..300).map(|i| ((i * 7919) % 13) as f64).collect();
         assert_eq!(since_last_break(&noisy).len(), 300);
+    }
+
+    #[test]
+    fn readings_held_between_samples_start_no_regime_and_a_stop_does() {
+        // a 40 s cycle read every 10 s and scraped every second (NVML's per-process
+        // utilization): 30 busy steps in three readings, sometimes equal (20 steps at
+        // one value), then 10 idle
+        let reading = |i: usize| match i % 40 {
+            0..=9 => 0.84,
+            10..=19 => 0.84,
+            20..=29 => 0.83,
+            _ => 0.21,
+        };
+        let held: Vec<f64> = (0..400).map(reading).collect();
+        assert_eq!(since_last_break(&held).len(), 400);
+        // the job stopped for 150 steps and resumed 80 steps ago
+        let mut stopped = held.clone();
+        stopped.extend([0.0; 150]);
+        stopped.extend((0..80).map(reading));
+        assert_eq!(since_last_break(&stopped).len(), 80);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use super::candidates::{same_phase, MEDIAN_CYCLES};
 use super::pinned::{MIN_RUN, SAME as ON_FLOOR};
-use super::runs::runs;
+use crate::analysis::runs::runs;
 
 /// Sets the forecast `point` (steps 1.. after `y`) to `floor` at the steps whose phase
 /// of `period` sat on `floor` in most of the last [`MEDIAN_CYCLES`] cycles (at least

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use super::candidates::median;
 use super::pinned::{MIN_RUN, SAME};
-use super::runs::runs;
+use crate::analysis::runs::runs;
 
 /// Longest cycle aligned across a cut, in steps: the search tries every shift below a
 /// cycle, at up to [`ALIGN_POINTS`] points each.

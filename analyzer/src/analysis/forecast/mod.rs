@@ -31,7 +31,6 @@ pub mod pinned;
 pub mod resets;
 #[cfg(test)]
 mod resume_tests;
-pub mod runs;
 mod select;
 pub mod spikes;
 pub mod threshold;

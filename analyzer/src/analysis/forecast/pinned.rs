@@ -3,7 +3,7 @@
 //! whatever its history did; validation on older stretches cannot see that (a job that
 //! went idle an hour ago), so the value is held ([`is_pinned`]).
 
-use super::runs::runs;
+use crate::analysis::runs::runs;
 
 /// Fewest steps at one value that count as pinned when no season was detected: an
 /// exact repeat of a dozen noisy samples does not happen by chance.
@@ -27,7 +27,12 @@ pub fn chance_run(y: &[f64]) -> usize {
     if y.len() < 2 {
         return MIN_RUN;
     }
-    let p = still_share(y);
+    run_by_chance(still_share(y))
+}
+
+/// The run of equal readings a series that leaves a reading unchanged with probability
+/// `p` makes less often than [`CHANCE`]: between [`SHORTEST_RUN`] and [`MIN_RUN`].
+pub fn run_by_chance(p: f64) -> usize {
     (SHORTEST_RUN..MIN_RUN)
         .find(|&k| p.powi(k as i32 - 1) <= CHANCE)
         .unwrap_or(MIN_RUN)

@@ -179,7 +179,7 @@ pub fn last_peak(values: &[f64], start: f64, step: f64, period: f64) -> Option<f
 }
 
 /// Finds the periods of evenly spaced `values` (`step` seconds apart): on the whole,
-/// and, where it holds idle stops, on its longest busy stretch ([`STILL_STEPS`]).
+/// and, where it holds stops, on its longest busy stretch ([`STILL_STEPS`]).
 pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
     let outcome = detect_whole(values, step, config);
     let long = STILL_STEPS.max(values.len() / STILL_SHARE);
@@ -207,14 +207,14 @@ fn multiple_of(busy: &Period, whole: &Period) -> bool {
     (near(2.0) || near(3.0)) && busy.strength > whole.strength
 }
 
-/// Shortest idle stretch ([`prepare::longest_active`]) that splits a series: a job
+/// Shortest stop ([`prepare::longest_active`]) that splits a series: a job
 /// stopped between its cycles buries their spectrum under the stop's (or lifts the
 /// autocorrelation at a fraction of the cycle), while its longest busy stretch still
 /// shows them (joining the stretches would break their phase at each stop).
 pub const STILL_STEPS: usize = 12;
 
-/// An idle stretch must also be at least this share (1/10) of the series: shorter
-/// idles are more likely part of the cycle (an evaluation pass) than a stop.
+/// A stop must also be at least this share (1/10) of the series: shorter still
+/// stretches are more likely part of the cycle (an evaluation pass) than a stop.
 pub const STILL_SHARE: usize = 10;
 
 /// [`detect_on_grid`] on all of `values`.
@@ -563,6 +563,26 @@ mod tests {
         let out = detect_periods(&series, &config);
         let first = out.periods().first().map(|p| p.period_seconds);
         assert!(first.is_some_and(|p| (p - 60.0).abs() < 1.2), "{out:?}");
+    }
+
+    #[test]
+    fn a_job_stopped_while_the_gpu_stays_above_its_floor_keeps_its_period() {
+        // run6: the training job (40 s cycle) stopped for 120 s while the other jobs
+        // held the GPU at 130 W and its SM clock at its 1,980 MHz boost; neither is the
+        // floor (75 W and 345 MHz before the jobs started). The first 356 samples.
+        let config = PeriodConfig::default();
+        for name in ["gpu_power_watts", "gpu_clock_hz-sm"] {
+            let series = recorded("run6", name, 357);
+            let whole = detect_whole_series(&series, &config);
+            assert!(whole.periods().is_empty(), "{name}: {whole:?}");
+            let out = detect_periods(&series, &config);
+            assert!(
+                out.periods()
+                    .iter()
+                    .any(|p| (p.period_seconds - 40.0).abs() < 1.0),
+                "{name}: {out:?}"
+            );
+        }
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! Conditioning before the spectrum: linear detrend, outlier clipping, Hann taper.
 
+use std::ops::Range;
+
+use crate::analysis::runs::runs;
+
 /// Clip residuals beyond this many robust standard deviations (MAD × 1.4826).
 pub const CLIP_SIGMAS: f64 = 5.0;
 
@@ -136,14 +140,16 @@ fn clamp_all(x: &mut [f64], (lo, hi): (f64, f64)) {
     }
 }
 
-/// Share of the range above its lowest value within which a series is idle.
-pub const IDLE_SHARE: f64 = 0.05;
+/// Share of the range a still stretch spans at most.
+pub const STILL_BAND: f64 = 0.05;
 
-/// The longest stretch of `x` between its idle stretches (at least `long` steps within
-/// [`IDLE_SHARE`] of the range above the lowest value); `None` when there is no idle
-/// stretch, or when they are half of `x` or more (a series mostly idle is idle, and
-/// its few blips no cycle). Busy plateaus are not idle: a stopped job idles at the
-/// floor.
+/// The longest stretch of `x` between its stops (at least `long` steps each); `None`
+/// when there is no stop, or when the stops are half of `x` or more (a series mostly
+/// stopped is idle, and its few blips no cycle). A stop is a stretch within
+/// [`STILL_BAND`] of the range above the lowest value (a stopped job idles at the
+/// floor), or a still stretch at another level that lasts [`LONE_FACTOR`] times as long
+/// as any other (a job stopped while others keep the GPU's power at 130 W, or its
+/// clocks at their boost); busy plateaus are not stops, as each cycle has one alike.
 pub fn longest_active(x: &[f64], long: usize) -> Option<&[f64]> {
     let (lo, hi) = x
         .iter()
@@ -151,26 +157,54 @@ pub fn longest_active(x: &[f64], long: usize) -> Option<&[f64]> {
             (lo.min(*v), hi.max(*v))
         });
     // halves first: the range of values near ±f64::MAX overflows
-    let ceiling = lo + IDLE_SHARE * 2.0 * (hi / 2.0 - lo / 2.0);
-    let idle = |v: &f64| *v <= ceiling;
-    let (mut idle_total, mut best, mut piece_start) = (0, 0..0, 0);
-    let mut start = 0;
-    while start < x.len() {
-        let is_idle = idle(&x[start]);
-        let end = start + x[start..].iter().take_while(|v| idle(v) == is_idle).count();
-        if is_idle && end - start >= long.max(1) {
-            idle_total += end - start;
-            if start - piece_start > best.len() {
-                best = piece_start..start;
-            }
-            piece_start = end;
+    let band = STILL_BAND * 2.0 * (hi / 2.0 - lo / 2.0);
+    let long = long.max(1);
+    let mut stops = idle_stretches(x, lo + band, long);
+    stops.extend(lone_still(x, band, long));
+    stops.sort_by_key(|r| r.start);
+    let (mut stopped, mut best, mut piece_start) = (0, 0..0, 0);
+    for stop in stops {
+        let start = stop.start.max(piece_start);
+        stopped += stop.end.saturating_sub(start);
+        if start > piece_start + best.len() {
+            best = piece_start..start;
         }
-        start = end;
+        piece_start = piece_start.max(stop.end);
     }
     if x.len() - piece_start > best.len() {
         best = piece_start..x.len();
     }
-    (idle_total > 0 && 2 * idle_total < x.len()).then(|| &x[best])
+    (stopped > 0 && 2 * stopped < x.len()).then(|| &x[best])
+}
+
+/// How many times longer than any other still stretch one at a level above the floor
+/// must be to be a stop.
+pub const LONE_FACTOR: usize = 2;
+
+/// The stretches of `x` at or below `ceiling` at least `long` steps.
+fn idle_stretches(x: &[f64], ceiling: f64, long: usize) -> Vec<Range<usize>> {
+    let idle = |v: &f64| *v <= ceiling;
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < x.len() {
+        let is_idle = idle(&x[start]);
+        let end = start + x[start..].iter().take_while(|v| idle(v) == is_idle).count();
+        if is_idle && end - start >= long {
+            out.push(start..end);
+        }
+        start = end;
+    }
+    out
+}
+
+/// The longest still stretch of `x` (within `band`, at least `long` steps), where it
+/// lasts [`LONE_FACTOR`] times as long as every other.
+fn lone_still(x: &[f64], band: f64, long: usize) -> Option<Range<usize>> {
+    let mut still: Vec<Range<usize>> = runs(x, band).filter(|r| r.len() >= long).collect();
+    still.sort_by_key(|r| std::cmp::Reverse(r.len()));
+    let first = still.first()?;
+    let second = still.get(1).map_or(0, |r| r.len());
+    (first.len() >= LONE_FACTOR * second).then(|| first.clone())
 }
 
 /// Clamps values to median ± k robust standard deviations. The scale is the MAD, or the
@@ -254,6 +288,22 @@ mod tests {
         mostly[..40].iter_mut().for_each(|v| *v = 1.0);
         assert_eq!(longest_active(&mostly, 12), None);
         assert_eq!(longest_active(&[], 12), None);
+    }
+
+    #[test]
+    fn a_still_stretch_above_the_floor_is_a_stop_only_when_no_plateau_is_like_it() {
+        // busy plateaus of 40 steps at 1.0 with 10-step dips to 0.2, a floor of 0 at the
+        // start; a stop of 100 steps at 0.3 between cycles
+        let cycle = |k: usize| (0..50 * k).map(|i| if i % 50 < 40 { 1.0 } else { 0.2 });
+        let mut x = vec![0.0; 3];
+        x.extend(cycle(4));
+        x.extend([0.3; 100]);
+        x.extend(cycle(2));
+        let kept = longest_active(&x, 30).expect("the stop is lone");
+        assert_eq!(kept.len(), 203, "the stretch before the stop");
+        // the same cycles without the stop: every plateau has one alike
+        let plain: Vec<f64> = [0.0; 3].into_iter().chain(cycle(6)).collect();
+        assert_eq!(longest_active(&plain, 30), None);
     }
 
     #[test]

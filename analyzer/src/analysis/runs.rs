@@ -1,8 +1,9 @@
 //! Runs: the maximal stretches of a series that span no more than a band (one value,
 //! with a band of 0). A job stopped, a GPU pinned, a process idle and a stretch of
-//! idle power settling are all runs; the rules that hold, cut or snap to them
-//! ([`super::pinned`], [`super::held`], [`super::floor`], [`super::breaks`]) read them
-//! from one place.
+//! idle power settling are all runs; the forecast's rules that hold, cut or snap to
+//! them ([`super::forecast::pinned`], [`super::forecast::held`],
+//! [`super::forecast::floor`], [`super::forecast::breaks`]) and the periodicity test's
+//! stops ([`super::periodicity::prepare::longest_active`]) read them from one place.
 
 use std::ops::Range;
 
@@ -39,6 +40,19 @@ impl Iterator for Runs<'_> {
     }
 }
 
+/// How many steps a reading of `y` is usually held: the median length of its runs of
+/// one value. 1 for a series that moves every step; 10 for a reading sampled every
+/// 10 s and scraped every second (NVML's per-process utilization), whose runs of one
+/// value say nothing about a job stopping until they last many samples.
+pub fn hold(y: &[f64]) -> usize {
+    let mut lengths: Vec<usize> = runs(y, 0.0).map(|r| r.len()).collect();
+    if lengths.is_empty() {
+        return 1;
+    }
+    let mid = lengths.len() / 2;
+    *lengths.select_nth_unstable(mid).1
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -51,5 +65,17 @@ mod tests {
         let near: Vec<_> = runs(&y, 0.1).collect();
         assert_eq!(near, vec![0..2, 2..5, 5..6]);
         assert_eq!(runs(&[], 0.0).count(), 0);
+    }
+
+    #[test]
+    fn the_hold_is_how_long_a_reading_usually_lasts() {
+        let moving: Vec<f64> = (0..100).map(|i| (i as f64 * 0.7).sin()).collect();
+        assert_eq!(hold(&moving), 1);
+        // sampled every 10 steps, two samples in a row sometimes equal
+        let held: Vec<f64> = (0..300)
+            .map(|i| [0.2, 0.8, 0.8, 0.5, 0.1][i / 10 % 5])
+            .collect();
+        assert_eq!(hold(&held), 10);
+        assert_eq!(hold(&[]), 1);
     }
 }
