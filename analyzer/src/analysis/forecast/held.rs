@@ -57,7 +57,7 @@ pub fn cut_held(y: &[f64], longest_season: f64, period: f64) -> Option<Vec<f64>>
 
 /// How far a still stretch of `y` may range: [`STILL_SHARE`] of the median swing of
 /// its whole cycles of `period` steps (exact repeats only without a cycle).
-fn still_band(y: &[f64], period: f64) -> f64 {
+pub(super) fn still_band(y: &[f64], period: f64) -> f64 {
     let m = period.round() as usize;
     if m < 2 || y.len() < m {
         return SAME;

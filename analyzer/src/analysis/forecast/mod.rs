@@ -22,6 +22,7 @@ pub mod floor;
 pub mod hedge;
 pub mod held;
 pub mod intervals;
+pub mod lag;
 pub mod lattice;
 pub mod linear;
 pub mod logscale;
@@ -204,6 +205,8 @@ pub const MAX_CALENDAR_STEPS: f64 = 10_080.0;
 /// within [`WHOLE_STEP_TOLERANCE`] of one (or within [`CALENDAR_TOLERANCE`] of the
 /// calendar), without repeats. Also returns how many lead the list as detected or given.
 fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> (Vec<Season>, usize) {
+    // a season the caller gave is kept as given; a detected one repeats best at
+    let detects = !matches!(choice, PeriodChoice::Seconds(_));
     let mut seconds: Vec<f64> = match choice {
         PeriodChoice::None => return (Vec::new(), 0),
         PeriodChoice::Seconds(s) => vec![s],
@@ -232,7 +235,11 @@ fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> (Vec<
     seconds.extend(calendar);
     let (mut out, mut detected): (Vec<Season>, usize) = (Vec::new(), 0);
     for (i, s) in seconds.into_iter().enumerate() {
-        let period = whole_steps(s / step);
+        let on_clock = CALENDAR_SECONDS.contains(&s);
+        let period = match whole_steps(s / step) {
+            m if detects && !on_clock => lag::best_lag(y, m),
+            m => m,
+        };
         if !fits(y.len(), period) || out.iter().any(|o| (o.period() - period).abs() < 0.5) {
             continue;
         }

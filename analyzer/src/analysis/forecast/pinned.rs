@@ -3,6 +3,7 @@
 //! whatever its history did; validation on older stretches cannot see that (a job that
 //! went idle an hour ago), so the value is held ([`is_pinned`]).
 
+use super::ets::Season;
 use crate::analysis::runs::runs;
 
 /// Fewest steps at one value that count as pinned when no season was detected: an
@@ -76,6 +77,21 @@ pub fn is_pinned(y: &[f64], seasons: &[f64]) -> bool {
             && !seasons.iter().any(|&m| sat_a_cycle_ago(y, run, m)))
 }
 
+/// Whether `y` has stayed within a still band ([`super::held`]: a few percent of its
+/// cycle's usual swing) for its whole longest season: a job stopped whose GPU idles
+/// with noise (SM activity at 0.001 ± 0.0005) shows no cycle operating now, though no
+/// two of its readings are equal.
+pub fn stopped_for_a_cycle(y: &[f64], dominant: Option<Season>, longest: f64) -> bool {
+    let Some(season) = dominant else {
+        return false;
+    };
+    let band = super::held::still_band(y, season.period());
+    let long = longest.ceil().max(MIN_RUN as f64) as usize;
+    runs(y, band)
+        .last()
+        .is_some_and(|r| r.end == y.len() && r.len() >= long)
+}
+
 /// Whether a run of `run` steps at `value` after `before` is a stop even short of
 /// [`MIN_RUN`]: a run the series would not make by chance ([`chance_run`]), longer
 /// than any it made before, at a value it never took. A job stopped at 0 by a series of
@@ -118,6 +134,28 @@ mod tests {
         assert_eq!(trailing_run(&[]), 0);
         assert_eq!(trailing_run(&[1.0, 0.0, 0.0, 0.0]), 3);
         assert_eq!(trailing_run(&[0.0, 0.0, 0.5]), 1);
+    }
+
+    #[test]
+    fn a_job_idling_with_noise_for_a_whole_cycle_is_stopped() {
+        // a 50-step cycle between 0.8 and 0.2, then idle at 0.001 +- 0.0005
+        let noise = |i: usize| 0.0005 * (((i * 7919) % 13) as f64 / 6.0 - 1.0);
+        let mut y: Vec<f64> = (0..300)
+            .map(|i| if i % 50 < 40 { 0.8 } else { 0.2 } + noise(i))
+            .collect();
+        y.extend((0..49).map(|i| 0.001 + noise(i)));
+        let season = Season::new(50.0);
+        assert!(
+            !stopped_for_a_cycle(&y, season, 50.0),
+            "49 steps: under a cycle"
+        );
+        y.extend((0..10).map(|i| 0.001 + noise(i)));
+        assert!(stopped_for_a_cycle(&y, season, 50.0));
+        assert!(!is_pinned(&y, &[50.0]), "no two readings equal at the end");
+        assert!(
+            !stopped_for_a_cycle(&y, None, 0.0),
+            "no cycle, no stop to judge"
+        );
     }
 
     #[test]

@@ -60,7 +60,8 @@ pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usi
     let dominant = detected_seasons.first().copied();
     let periods: Vec<f64> = detected_seasons.iter().map(|s| s.period()).collect();
     let longest = periods.iter().copied().fold(0.0, f64::max);
-    let pinned = pinned::is_pinned(y, &periods);
+    let pinned =
+        pinned::is_pinned(y, &periods) || pinned::stopped_for_a_cycle(y, dominant, longest);
     let resumed = (!pinned && longest >= 2.0)
         .then(|| held::cut_held(y, longest, dominant.map_or(0.0, |s| s.period())))
         .flatten()
