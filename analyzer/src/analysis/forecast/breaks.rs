@@ -108,13 +108,16 @@ pub const HELD_SHARE: usize = 50;
 /// sampled every 10 s and scraped every second repeats two or three times in a row by
 /// itself, and makes runs of 20 or 30 steps that stop nothing.
 fn last_held_boundary(y: &[f64]) -> Option<usize> {
+    let shortest = MIN_RUN.max(y.len() / HELD_SHARE);
+    // most series hold no run even this long: spare them the reading statistics
+    if !runs(y, 0.0).any(|r| r.len() >= shortest) {
+        return None;
+    }
     let hold = hold(y);
     // of the steps, hold - 1 in each reading are unchanged by construction
     let h = hold as f64;
     let unchanged_readings = (h * still_share(y) - (h - 1.0)).clamp(0.0, 1.0);
-    let long = MIN_RUN
-        .max(hold * run_by_chance(unchanged_readings))
-        .max(y.len() / HELD_SHARE);
+    let long = shortest.max(hold * run_by_chance(unchanged_readings));
     runs(y, 0.0).filter(|r| r.len() >= long).last().map(|r| {
         if r.end == y.len() {
             r.start

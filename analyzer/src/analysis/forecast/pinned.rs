@@ -4,6 +4,7 @@
 //! went idle an hour ago), so the value is held ([`is_pinned`]).
 
 use super::ets::Season;
+use super::held::{still_band, STILL_SHARE};
 use crate::analysis::runs::runs;
 
 /// Fewest steps at one value that count as pinned when no season was detected: an
@@ -85,11 +86,20 @@ pub fn stopped_for_a_cycle(y: &[f64], dominant: Option<Season>, longest: f64) ->
     let Some(season) = dominant else {
         return false;
     };
-    let band = super::held::still_band(y, season.period());
     let long = longest.ceil().max(MIN_RUN as f64) as usize;
-    runs(y, band)
-        .last()
-        .is_some_and(|r| r.end == y.len() && r.len() >= long)
+    if y.len() < long {
+        return false;
+    }
+    let span = |v: &[f64]| {
+        let (lo, hi) = v
+            .iter()
+            .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+        hi - lo
+    };
+    // the band is a share of the median cycle's swing, so at most that share of the
+    // whole range: most series fail this without the band's cost
+    let last = span(&y[y.len() - long..]);
+    last <= STILL_SHARE * span(y) && last <= still_band(y, season.period())
 }
 
 /// Whether a run of `run` steps at `value` after `before` is a stop even short of
