@@ -528,22 +528,28 @@ mod tests {
         detect_whole(&grid.values, grid.step, config)
     }
 
+    /// Asserts that the first `n` samples of a recorded series show no period as a
+    /// whole, and `period` (within `tolerance` s) once searched between their stops.
+    fn found_between_stops(run: &str, name: &str, n: usize, period: f64, tolerance: f64) {
+        let series = recorded(run, name, n);
+        let config = PeriodConfig::default();
+        let whole = detect_whole_series(&series, &config);
+        assert!(whole.periods().is_empty(), "{name}: {whole:?}");
+        let out = detect_periods(&series, &config);
+        assert!(
+            out.periods()
+                .iter()
+                .any(|p| (p.period_seconds - period).abs() < tolerance),
+            "{name}: {out:?}"
+        );
+    }
+
     #[test]
     fn a_job_stopped_between_its_cycles_keeps_its_period() {
         // run5's DRAM activity: a training job with an evaluation pass every 60 s ran
         // 280 s, stopped for 110 s and resumed; its first 477 samples. The stop's step
         // buries the cycles in the spectrum of the whole; the 280 s before it show them.
-        let series = recorded("run5", "gpu_dram_active", 477);
-        let config = PeriodConfig::default();
-        let whole = detect_whole_series(&series, &config);
-        assert!(whole.periods().is_empty(), "{whole:?}");
-        let out = detect_periods(&series, &config);
-        assert!(
-            out.periods()
-                .iter()
-                .any(|p| (p.period_seconds - 60.0).abs() < 1.2),
-            "{out:?}"
-        );
+        found_between_stops("run5", "gpu_dram_active", 477, 60.0, 1.2);
     }
 
     #[test]
@@ -570,18 +576,8 @@ mod tests {
         // run6: the training job (40 s cycle) stopped for 120 s while the other jobs
         // held the GPU at 130 W and its SM clock at its 1,980 MHz boost; neither is the
         // floor (75 W and 345 MHz before the jobs started). The first 356 samples.
-        let config = PeriodConfig::default();
         for name in ["gpu_power_watts", "gpu_clock_hz-sm"] {
-            let series = recorded("run6", name, 357);
-            let whole = detect_whole_series(&series, &config);
-            assert!(whole.periods().is_empty(), "{name}: {whole:?}");
-            let out = detect_periods(&series, &config);
-            assert!(
-                out.periods()
-                    .iter()
-                    .any(|p| (p.period_seconds - 40.0).abs() < 1.0),
-                "{name}: {out:?}"
-            );
+            found_between_stops("run6", name, 357, 40.0, 1.0);
         }
     }
 
