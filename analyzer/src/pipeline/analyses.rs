@@ -20,7 +20,8 @@ impl Analyze for Analyses {
             step_seconds: Some(step),
             ..self.periods.clone()
         };
-        let (periods, no_period_reason) = match periodicity::detect_periods(series, &config) {
+        let detection = periodicity::detect_with_seasons(series, &config);
+        let (periods, no_period_reason) = match detection.reported {
             PeriodOutcome::Periodic(p) => (p, None),
             PeriodOutcome::NoPeriod { reason } => (Vec::new(), Some(reason)),
         };
@@ -29,9 +30,10 @@ impl Analyze for Analyses {
             horizon_steps: ((longest.as_secs_f64() / step).ceil() as usize).max(1),
             step_seconds: Some(step),
             // The detector already ran: its answer, not `Auto`, which would detect again;
-            // every detected period, so that a day and a week are modelled together.
+            // every period it found (also those held noise could show, which validation
+            // judges), so that a day and a week are modelled together.
             period: PeriodChoice::Detected,
-            more_periods: periods.iter().map(|p| p.period_seconds).collect(),
+            more_periods: detection.seasons,
             ..ForecastConfig::default()
         };
         let mut analysis = Analysis {

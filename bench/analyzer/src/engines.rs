@@ -4,7 +4,7 @@ use augurs_core::{Fit, Predict};
 use augurs_ets::AutoETS;
 use augurs_seasons::{Detector as _, PeriodogramDetector};
 use poolprof_analyzer::analysis::forecast::{forecast, ForecastConfig, Method, PeriodChoice};
-use poolprof_analyzer::analysis::periodicity::{detect_periods, PeriodConfig};
+use poolprof_analyzer::analysis::periodicity::{detect_with_seasons, PeriodConfig};
 use poolprof_analyzer::series::Series;
 
 /// Which implementation.
@@ -40,8 +40,9 @@ pub struct Answer {
 /// With `BENCH_PERIODS_ONLY` set in the environment, both engines skip the forecast.
 pub fn ours(values: &[f64], step: f64, horizon: usize) -> Answer {
     let series = Series::from_values(values, step);
-    let outcome = detect_periods(&series, &PeriodConfig::default());
-    let periods: Vec<f64> = outcome
+    let detection = detect_with_seasons(&series, &PeriodConfig::default());
+    let periods: Vec<f64> = detection
+        .reported
         .periods()
         .iter()
         .map(|p| p.period_seconds / step)
@@ -55,9 +56,9 @@ pub fn ours(values: &[f64], step: f64, horizon: usize) -> Answer {
     let config = ForecastConfig {
         horizon_steps: horizon,
         step_seconds: Some(step),
-        // every detected period, as the pipeline hands them over
+        // every period found, as the pipeline hands them over
         period: PeriodChoice::Detected,
-        more_periods: periods.iter().map(|p| p * step).collect(),
+        more_periods: detection.seasons,
         // BENCH_METHOD=aicc: the earlier single-model method, for before/after timings
         method: if std::env::var("BENCH_METHOD").as_deref() == Ok("aicc") {
             Method::Aicc

@@ -11,6 +11,7 @@
 
 pub mod acf;
 pub mod harmonics;
+pub mod held_noise;
 #[cfg(test)]
 mod impulsive_tests;
 pub mod prepare;
@@ -115,9 +116,29 @@ const MAX_CANDIDATES: usize = 12;
 
 /// Finds the periods of `series`, or says why there is none.
 pub fn detect_periods(series: &Series, config: &PeriodConfig) -> PeriodOutcome {
+    detect_with_seasons(series, config).reported
+}
+
+/// The periods of a series to report, and the seasons to hand a forecaster.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detection {
+    /// The periods, or why there is none.
+    pub reported: PeriodOutcome,
+    /// Every period found, in seconds, before the held-noise test ([`held_noise`]): the
+    /// forecaster validates each season on its own errors.
+    pub seasons: Vec<f64>,
+}
+
+/// Finds the periods of `series` to report and the seasons to forecast with.
+pub fn detect_with_seasons(series: &Series, config: &PeriodConfig) -> Detection {
     let segment = match grid::segments(&series.points, config.step_seconds, config.max_fill_steps) {
         Ok(segs) => grid::longest(segs),
-        Err(e) => return PeriodOutcome::none(format!("unusable samples: {e}")),
+        Err(e) => {
+            return Detection {
+                reported: PeriodOutcome::none(format!("unusable samples: {e}")),
+                seasons: Vec::new(),
+            }
+        }
     };
     let mut outcome = detect_on_grid(&segment.values, segment.step, config);
     if let PeriodOutcome::Periodic(periods) = &mut outcome {
@@ -130,7 +151,11 @@ pub fn detect_periods(series: &Series, config: &PeriodConfig) -> PeriodOutcome {
             );
         }
     }
-    outcome
+    let seasons = outcome.periods().iter().map(|p| p.period_seconds).collect();
+    Detection {
+        reported: held_noise::confirm(&segment.values, segment.step, outcome),
+        seasons,
+    }
 }
 
 /// Unix time of the last peak of `values` (the first at `start`, then `step` apart)

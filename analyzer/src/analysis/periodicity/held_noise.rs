@@ -1,0 +1,112 @@
+//! Periods in held readings. A value sampled every 10 s and scraped every second
+//! (NVML's per-process utilization) is held for 10 steps: the detector, which counts
+//! every step as a sample, finds periods in such noise (70 of 200 held-noise series,
+//! `docs/validation/analyzer/forecast-eval-session12.md`). A reported period of a held
+//! series must also stand out against held noise's autocorrelation, whose variance
+//! is (2·hold² + 1) / (3·hold) times white noise's (Bartlett's formula for a box of
+//! `hold` steps). The forecaster is handed every period regardless: it validates each
+//! season on its own errors, and on short histories this test also rejects real cycles.
+
+use super::{acf, prepare, spectrum, Period, PeriodOutcome};
+use crate::analysis::runs;
+
+/// `outcome` (found on `values`, `step` seconds apart) without the periods held noise
+/// would show as readily; unchanged for a series that moves every step.
+pub fn confirm(values: &[f64], step: f64, outcome: PeriodOutcome) -> PeriodOutcome {
+    let hold = runs::hold(values);
+    if hold < 2 {
+        return outcome;
+    }
+    let PeriodOutcome::Periodic(periods) = outcome else {
+        return outcome;
+    };
+    let mut x = values.to_vec();
+    prepare::detrend_and_clip(&mut x);
+    let acf = spectrum::autocorrelation(&x);
+    let kept: Vec<Period> = periods
+        .into_iter()
+        .filter(|p| stands_out(&acf, p, step, hold))
+        .collect();
+    if kept.is_empty() {
+        return PeriodOutcome::none(format!(
+            "aperiodic: the values are held about {hold} steps, and no period repeats more than held noise does"
+        ));
+    }
+    PeriodOutcome::Periodic(kept)
+}
+
+/// Standard errors of held noise's autocorrelation a reported period's hill must stand:
+/// 2.5, as for the repeats of a weak candidate, let 11 of 200 held-noise series through
+/// (`held_noise_reports_no_period_that_its_steps_show`).
+pub const HELD_Z: f64 = 3.0;
+
+/// Whether `period`'s autocorrelation hill stands [`HELD_Z`] standard errors of held
+/// noise's autocorrelation high. Its multiples are not required: a training job's own
+/// share, stopped once and checkpointing, repeats only weakly at twice its cycle.
+fn stands_out(acf: &[f64], period: &Period, step: f64, hold: usize) -> bool {
+    let h = hold as f64;
+    let inflation = ((2.0 * h * h + 1.0) / (3.0 * h)).sqrt();
+    let hill = acf::Hill {
+        lag: period.period_seconds / step,
+        height: period.strength,
+    };
+    acf::repeats(acf, &hill, HELD_Z * inflation, 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{detect_on_grid, detect_periods, PeriodConfig};
+    use crate::series::Series;
+
+    /// A value drawn afresh every `hold` steps from a xorshift stream: `level` plus
+    /// uniform noise, and `cycle` added where given (steps, busy three quarters).
+    fn held(seed: u64, hold: usize, n: usize, cycle: Option<usize>) -> Vec<f64> {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut reading = 0.0;
+        (0..n)
+            .map(|i| {
+                if i % hold == 0 {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    let busy = cycle.is_some_and(|m| i % m < 3 * m / 4);
+                    reading = (s >> 11) as f64 / (1u64 << 53) as f64 + if busy { 2.0 } else { 0.0 };
+                }
+                reading
+            })
+            .collect()
+    }
+
+    #[test]
+    fn held_noise_reports_no_period_that_its_steps_show() {
+        let config = PeriodConfig::default();
+        let (mut by_steps, mut reported) = (0, 0);
+        for seed in 0..200 {
+            let y = held(seed, 10, 500, None);
+            by_steps += usize::from(!detect_on_grid(&y, 1.0, &config).periods().is_empty());
+            let series = Series::from_values(&y, 1.0);
+            reported += usize::from(!detect_periods(&series, &config).periods().is_empty());
+        }
+        assert!(
+            by_steps >= 40,
+            "the steps alone show periods in held noise: {by_steps}"
+        );
+        assert!(
+            reported <= 10,
+            "{reported} of 200 held-noise series report a period"
+        );
+    }
+
+    #[test]
+    fn a_held_cycle_keeps_its_period() {
+        // a 40-step cycle read every 10 steps, as NVML's per-process utilization
+        let y = held(7, 10, 500, Some(40));
+        let out = detect_periods(&Series::from_values(&y, 1.0), &PeriodConfig::default());
+        assert!(
+            out.periods()
+                .iter()
+                .any(|p| (p.period_seconds - 40.0).abs() < 1.0),
+            "{out:?}"
+        );
+    }
+}
