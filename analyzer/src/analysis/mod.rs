@@ -4,6 +4,8 @@
 pub mod classify;
 pub mod colocate;
 pub mod findings;
+#[cfg(test)]
+pub mod fixtures;
 pub mod forecast;
 pub mod grid;
 pub mod kernel_table;

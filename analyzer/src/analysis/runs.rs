@@ -40,6 +40,14 @@ impl Iterator for Runs<'_> {
     }
 }
 
+/// How far the values of `y` range: its largest less its smallest (0 when empty).
+pub fn span(y: &[f64]) -> f64 {
+    let (lo, hi) = y
+        .iter()
+        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    (hi - lo).max(0.0)
+}
+
 /// How many steps a reading of `y` is held: the lower quartile of the lengths of its
 /// runs of one value. 1 for a series that moves every step, and for counts that often
 /// repeat a small number by chance; 10 for a reading sampled every 10 s and scraped

@@ -167,30 +167,14 @@ mod tests {
         // hourly, four weeks: a daytime load over nights whose latent value is just
         // below 0 (-0.3, noise 1), clamped at 0: a night hour is 0 six times in ten,
         // so its median is 0, and its mean (what the models fit) about 0.27
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut normal = || {
-            let mut u = || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-            };
-            let (a, b) = (u(), u());
-            (-2.0 * a.ln()).sqrt() * (2.0 * std::f64::consts::PI * b).cos()
-        };
+        let mut e = crate::analysis::fixtures::Noise(0x2545_f491_4f6c_dd1d);
+        let mut normal = || e.normal();
         let day = |t: usize| (8..19).contains(&(t % 24));
         let n = 24 * 28;
         let y: Vec<f64> = (0..n)
             .map(|t| (if day(t) { 20.0 } else { -0.3 } + normal()).max(0.0))
             .collect();
-        let f = crate::analysis::forecast::forecast(
-            &crate::series::Series::from_values(&y, 3600.0),
-            &crate::analysis::forecast::ForecastConfig {
-                horizon_steps: 48,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        let f = crate::analysis::fixtures::forecast_steps(&y, 3600.0, 48);
         let nights: Vec<f64> = (0..48)
             .filter(|j| !day(n + j))
             .map(|j| f.point[j])

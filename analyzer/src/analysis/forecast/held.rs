@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use super::candidates::median;
 use super::pinned::{MIN_RUN, SAME};
-use crate::analysis::runs::runs;
+use crate::analysis::runs::{runs, span};
 
 /// Longest cycle aligned across a cut, in steps: the search tries every shift below a
 /// cycle, at up to [`ALIGN_POINTS`] points each.
@@ -62,15 +62,7 @@ pub(super) fn still_band(y: &[f64], period: f64) -> f64 {
     if m < 2 || y.len() < m {
         return SAME;
     }
-    let swings: Vec<f64> = y
-        .chunks_exact(m)
-        .map(|c| {
-            let (lo, hi) = c
-                .iter()
-                .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
-            hi - lo
-        })
-        .collect();
+    let swings: Vec<f64> = y.chunks_exact(m).map(span).collect();
     (STILL_SHARE * median(swings)).max(SAME)
 }
 

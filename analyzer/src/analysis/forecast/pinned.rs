@@ -5,7 +5,7 @@
 
 use super::ets::Season;
 use super::held::{still_band, STILL_SHARE};
-use crate::analysis::runs::runs;
+use crate::analysis::runs::{runs, span};
 
 /// Fewest steps at one value that count as pinned when no season was detected: an
 /// exact repeat of a dozen noisy samples does not happen by chance.
@@ -90,12 +90,6 @@ pub fn stopped_for_a_cycle(y: &[f64], dominant: Option<Season>, longest: f64) ->
     if y.len() < long {
         return false;
     }
-    let span = |v: &[f64]| {
-        let (lo, hi) = v
-            .iter()
-            .fold((f64::MAX, f64::MIN), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
-        hi - lo
-    };
     // the band is a share of the median cycle's swing, so at most that share of the
     // whole range: most series fail this without the band's cost
     let last = span(&y[y.len() - long..]);

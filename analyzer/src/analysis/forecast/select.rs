@@ -212,24 +212,9 @@ pub fn forecast_by_aicc(y: &[f64], season: Option<Season>, h: usize) -> Forecast
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::fixtures::{forecast_steps, Noise};
     use crate::analysis::forecast::{forecast, ForecastConfig, PeriodChoice};
     use crate::series::Series;
-
-    /// Standard normal draws from a fixed xorshift stream (Box–Muller).
-    struct Noise(u64);
-
-    impl Noise {
-        fn uniform(&mut self) -> f64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-        }
-        fn normal(&mut self) -> f64 {
-            let (u, v) = (self.uniform(), self.uniform());
-            (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
-        }
-    }
 
     fn hourly(day: impl Fn(usize) -> f64, n: usize, noise: f64, seed: u64) -> Vec<f64> {
         let mut e = Noise(seed);
@@ -246,14 +231,7 @@ mod tests {
         };
         let n = 24 * 28;
         let y = hourly(truth, n, 0.2, 7);
-        let f = forecast(
-            &Series::from_values(&y, 3600.0),
-            &ForecastConfig {
-                horizon_steps: 168,
-                ..ForecastConfig::default()
-            },
-        )
-        .unwrap();
+        let f = forecast_steps(&y, 3600.0, 168);
         let mae = |p: &[f64]| super::super::resume_tests::mae_from(p, n, truth);
         // the day alone misses the weekend by about 3 (a day's repeat, 1.8 on average)
         let daily: Vec<f64> = (0..168).map(|j| y[n - 24 + j % 24]).collect();
@@ -312,14 +290,7 @@ mod tests {
             11,
         );
         y.extend([100.0; 30]);
-        let f = forecast(
-            &Series::from_values(&y, 3600.0),
-            &ForecastConfig {
-                horizon_steps: 48,
-                ..ForecastConfig::default()
-            },
-        )
-        .unwrap();
+        let f = forecast_steps(&y, 3600.0, 48);
         assert_eq!(f.model, "naive");
         assert!(f.point.iter().all(|v| *v == 100.0), "{:?}", f.point);
     }
@@ -373,14 +344,7 @@ mod tests {
                 }
             })
             .collect();
-        let f = forecast(
-            &Series::from_values(&y, 15.0),
-            &ForecastConfig {
-                horizon_steps: 240,
-                ..ForecastConfig::default()
-            },
-        )
-        .unwrap();
+        let f = forecast_steps(&y, 15.0, 240);
         let mae = super::super::resume_tests::mae_from(&f.point, n, busy);
         assert!(mae < 3.0, "{}: mae {mae}", f.model);
     }
@@ -394,14 +358,7 @@ mod tests {
             .map(|t| if t % 60 < 4 { 20.0 } else { 90.0 } + e.uniform() * 3.0)
             .collect();
         y.extend([0.0; 30]);
-        let f = forecast(
-            &Series::from_values(&y, 15.0),
-            &ForecastConfig {
-                horizon_steps: 120,
-                ..ForecastConfig::default()
-            },
-        )
-        .unwrap();
+        let f = forecast_steps(&y, 15.0, 120);
         assert!(
             f.point.iter().all(|v| *v == 0.0),
             "{}: {:?}",
@@ -420,14 +377,7 @@ mod tests {
         y.extend((0..150).map(|i| 122.0 + 22.0 * (-(i as f64) / 30.0).exp()));
         let n = 830;
         y.extend((600..680).map(|t| busy(t) + e.uniform() * 10.0));
-        let f = forecast(
-            &Series::from_values(&y, 1.0),
-            &ForecastConfig {
-                horizon_steps: 60,
-                ..ForecastConfig::default()
-            },
-        )
-        .unwrap();
+        let f = forecast_steps(&y, 1.0, 60);
         // the truth continues the iterations from where the job resumed
         let truth = |t: usize| busy(t - 150) + 5.0;
         let mae = super::super::resume_tests::mae_from(&f.point, n, truth);

@@ -202,18 +202,12 @@ fn mean_square_step(y: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::fixtures::{forecast_steps, Noise};
 
-    /// Uniform draws in [-1, 1) from a fixed xorshift stream.
+    /// Uniform draws in (-1, 1) from a fixed xorshift stream.
     fn noise(seed: u64, n: usize) -> Vec<f64> {
-        let mut s = seed;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
-            })
-            .collect()
+        let mut e = Noise(seed);
+        (0..n).map(|_| e.uniform() * 2.0 - 1.0).collect()
     }
 
     #[test]
@@ -338,8 +332,6 @@ mod tests {
         // 5 min steps, two weeks: pinned at 100 for days, a partial load ±5 around 40
         // for the last 150 steps; the day ahead is that load (validation, four days
         // back, never saw it): its median, not its last noisy sample
-        use crate::analysis::forecast::{forecast, ForecastConfig};
-        use crate::series::Series;
         let n = 288 * 14;
         let e = noise(5, n);
         let y: Vec<f64> = (0..n)
@@ -349,14 +341,7 @@ mod tests {
                 _ => 60.0 + 5.0 * e[t],
             })
             .collect();
-        let f = forecast(
-            &Series::from_values(&y, 300.0),
-            &ForecastConfig {
-                horizon_steps: 288,
-                ..ForecastConfig::default()
-            },
-        )
-        .unwrap();
+        let f = forecast_steps(&y, 300.0, 288);
         assert_eq!(f.model, "regime-median");
         assert!(
             f.point.iter().all(|p| (p - 40.0).abs() < 1.0),

@@ -56,21 +56,19 @@ fn stands_out(acf: &[f64], period: &Period, step: f64, hold: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::super::{detect_on_grid, detect_periods, PeriodConfig};
+    use crate::analysis::fixtures::Noise;
     use crate::series::Series;
 
-    /// A value drawn afresh every `hold` steps from a xorshift stream: `level` plus
-    /// uniform noise, and `cycle` added where given (steps, busy three quarters).
+    /// A value drawn afresh every `hold` steps: uniform noise, plus 2 in the busy three
+    /// quarters of a `cycle` of steps where given.
     fn held(seed: u64, hold: usize, n: usize, cycle: Option<usize>) -> Vec<f64> {
-        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut e = Noise(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let mut reading = 0.0;
         (0..n)
             .map(|i| {
                 if i % hold == 0 {
-                    s ^= s << 13;
-                    s ^= s >> 7;
-                    s ^= s << 17;
                     let busy = cycle.is_some_and(|m| i % m < 3 * m / 4);
-                    reading = (s >> 11) as f64 / (1u64 << 53) as f64 + if busy { 2.0 } else { 0.0 };
+                    reading = e.uniform() + if busy { 2.0 } else { 0.0 };
                 }
                 reading
             })
