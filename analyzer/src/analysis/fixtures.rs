@@ -1,5 +1,5 @@
-//! Test inputs shared by the analyses' unit tests: a seeded noise stream and a forecast
-//! with the default settings.
+//! Test inputs shared by the analyses' unit tests: a seeded noise stream, series recorded
+//! on the H100, and a forecast with the default settings.
 
 use crate::analysis::forecast::{forecast, Forecast, ForecastConfig};
 use crate::series::Series;
@@ -30,4 +30,25 @@ pub fn forecast_steps(y: &[f64], step: f64, h: usize) -> Forecast {
         ..ForecastConfig::default()
     };
     forecast(&Series::from_values(y, step), &config).expect("forecast")
+}
+
+/// The first `n` samples of a series recorded on the H100
+/// (`docs/validation/analyzer/h100-series/{run}/{name}.csv`).
+pub fn recorded(run: &str, name: &str, n: usize) -> Series {
+    let path = format!(
+        "{}/../docs/validation/analyzer/h100-series/{run}/{name}.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let number = |v: Option<&str>| v.and_then(|v| v.parse::<f64>().ok()).expect(&path);
+    let points = text
+        .lines()
+        .skip(1)
+        .take(n)
+        .map(|l| {
+            let mut cells = l.split(',');
+            (number(cells.next()), number(cells.next()))
+        })
+        .collect();
+    Series::from_points(points)
 }

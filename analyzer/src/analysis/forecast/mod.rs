@@ -42,6 +42,7 @@ pub use threshold::{time_to_threshold, ThresholdCrossing};
 
 use crate::analysis::grid::{self, GridError};
 use crate::analysis::periodicity::prepare::max_abs;
+use crate::analysis::periodicity::tentative::tentative_lag;
 use crate::analysis::periodicity::{detect_on_grid, PeriodConfig};
 use crate::series::Series;
 
@@ -203,12 +204,13 @@ pub const MAX_CALENDAR_STEPS: f64 = 10_080.0;
 /// and a week where the data holds two of them, though undetected, as candidates for
 /// validation to accept or reject; each at least twice in the data, whole steps where
 /// within [`WHOLE_STEP_TOLERANCE`] of one (or within [`CALENDAR_TOLERANCE`] of the
-/// calendar), without repeats. Also returns how many lead the list as detected or given.
-fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> (Vec<Season>, usize) {
+/// calendar), without repeats. Where a detector ran and found none, a tentative season
+/// of the longest busy stretch between stops comes before the calendar's.
+fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> Seasons {
     // a season the caller gave is kept as given; a detected one repeats best at
     let detects = !matches!(choice, PeriodChoice::Seconds(_));
     let mut seconds: Vec<f64> = match choice {
-        PeriodChoice::None => return (Vec::new(), 0),
+        PeriodChoice::None => return Seasons::default(),
         PeriodChoice::Seconds(s) => vec![s],
         PeriodChoice::Detected => Vec::new(),
         PeriodChoice::Auto => detect_on_grid(y, step, &PeriodConfig::default())
@@ -232,26 +234,60 @@ fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> (Vec<
         .copied()
         .filter(|c| c / step <= MAX_CALENDAR_STEPS && (c / step).fract() == 0.0);
     let given = seconds.len();
+    // no season detected or given: the busy stretch's tentative one, for validation
+    let tentative = (given == 0 && detects)
+        .then(|| tentative_lag(y, &PeriodConfig::default()))
+        .flatten()
+        .map(|lag| lag * step);
+    seconds.extend(tentative);
     seconds.extend(calendar);
-    let (mut out, mut detected): (Vec<Season>, usize) = (Vec::new(), 0);
+    let mut out = Seasons::default();
     for (i, s) in seconds.into_iter().enumerate() {
         let on_clock = CALENDAR_SECONDS.contains(&s);
         let period = match whole_steps(s / step) {
             m if detects && !on_clock => lag::best_lag(y, m),
             m => m,
         };
-        if !fits(y.len(), period) || out.iter().any(|o| (o.period() - period).abs() < 0.5) {
+        if !fits(y.len(), period) || out.all.iter().any(|o| (o.period() - period).abs() < 0.5) {
             continue;
         }
         if let Some(season) = Season::new(period) {
-            out.push(season);
-            detected += usize::from(i < given);
+            out.all.push(season);
+            out.detected += usize::from(i < given);
+            if i == given && tentative.is_some() {
+                out.tentative = Some(season);
+            }
         }
-        if out.len() == MAX_SEASONS {
+        if out.all.len() == MAX_SEASONS {
             break;
         }
     }
-    (out, detected)
+    out
+}
+
+/// The seasons a forecast may model, in steps.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Seasons {
+    /// The detected or given seasons (dominant first), then a tentative one, then the
+    /// calendar's: each fits twice in the data.
+    pub all: Vec<Season>,
+    /// How many lead `all` as detected or given.
+    pub detected: usize,
+    /// The tentative season ([`tentative_lag`]), one of `all`, when no season was
+    /// detected or given: a candidate for validation, and the cycle whose stops are cut.
+    pub tentative: Option<Season>,
+}
+
+impl Seasons {
+    /// The detected or given seasons, dominant first.
+    pub fn detected(&self) -> &[Season] {
+        &self.all[..self.detected]
+    }
+
+    /// The dominant season: the first detected or given.
+    pub fn dominant(&self) -> Option<Season> {
+        self.detected().first().copied()
+    }
 }
 
 /// Steps within this of a whole number are a whole number of steps.
@@ -310,12 +346,11 @@ pub fn forecast_values(
             *v /= scale;
         }
     }
-    let (seasons, detected) = seasons_of(&y, step, config.period, &config.more_periods);
+    let seasons = seasons_of(&y, step, config.period, &config.more_periods);
     let h = config.horizon_steps;
-    let dominant = seasons[..detected].first().copied();
     let unit = match config.method {
-        Method::Validated => select::forecast_validated(&y, &seasons, detected, h),
-        Method::Aicc => select::forecast_by_aicc(&y, dominant, h),
+        Method::Validated => select::forecast_validated(&y, &seasons, h),
+        Method::Aicc => select::forecast_by_aicc(&y, seasons.dominant(), h),
     };
     let unit = Forecast {
         period_seconds: unit.period_seconds.map(|p| p * step),

@@ -68,3 +68,21 @@ fn a_seasonal_trend_is_not_run_from_before_a_recent_resume() {
         assert!(mae < 5.0, "{}: mae {mae}", c.name());
     }
 }
+
+#[test]
+fn a_cycle_split_by_a_stop_is_forecast_with_its_tentative_season() {
+    // run8's SM activity: 35 s cycles for 150 s, stopped 110 s, resumed for 152 s; no
+    // period passes the test on it, the next minute repeats the cycle
+    let series = crate::analysis::fixtures::recorded("run8", "gpu_sm_active", 477);
+    let y: Vec<f64> = series.values().collect();
+    let (history, next) = y.split_at(417);
+    let f = crate::analysis::fixtures::forecast_steps(history, 1.0, 60);
+    assert_eq!(f.period_seconds, Some(35.0), "model {}", f.model);
+    let mae = mae_from(&f.point, 0, |j| next[j]);
+    let naive = mae_from(&vec![history[416]; 60], 0, |j| next[j]);
+    assert!(
+        mae < 0.5 * naive,
+        "{}: MAE {mae:.3}, naive {naive:.3}",
+        f.model
+    );
+}

@@ -14,7 +14,7 @@ use super::linear::LinearFit;
 use super::pinned;
 use super::validation::{self, Origins};
 use super::young;
-use super::{fits, Forecast, FIT_POINTS};
+use super::{fits, Forecast, Seasons, FIT_POINTS};
 
 /// Evaluations the optimiser may spend per model (AICc method).
 const MAX_EVALS: usize = 40;
@@ -53,25 +53,30 @@ fn plan(n: usize, h: usize, seasons: &[Season]) -> Option<(Origins, Vec<Season>)
 }
 
 /// Forecasts `y` by the candidate (or mean of three) with the lowest validation error.
-/// The first `detected` of `seasons` were detected or given (the first is ETS's season)
-/// and size the window; the rest (the calendar's) are modelled where they fit in it.
-pub fn forecast_validated(y: &[f64], seasons: &[Season], detected: usize, h: usize) -> Forecast {
-    let detected_seasons = &seasons[..detected];
-    let dominant = detected_seasons.first().copied();
+/// The detected or given `seasons` (the first is ETS's season) size the window; the
+/// rest (tentative, calendar) are modelled where they fit in it.
+pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
+    let detected_seasons = seasons.detected();
+    let dominant = seasons.dominant();
     let periods: Vec<f64> = detected_seasons.iter().map(|s| s.period()).collect();
     let longest = periods.iter().copied().fold(0.0, f64::max);
     let pinned =
         pinned::is_pinned(y, &periods) || pinned::stopped_for_a_cycle(y, dominant, longest);
-    let resumed = (!pinned && longest >= 2.0)
-        .then(|| held::cut_held(y, longest, dominant.map_or(0.0, |s| s.period())))
+    // the stops are cut at the detected seasons' cycle, or else at the tentative one
+    let (cut_longest, cut_period) = match seasons.tentative {
+        Some(t) => (t.period(), t.period()),
+        None => (longest, dominant.map_or(0.0, |s| s.period())),
+    };
+    let resumed = (!pinned && cut_longest >= 2.0)
+        .then(|| held::cut_held(y, cut_longest, cut_period))
         .flatten()
-        .filter(|cut| fits(cut.len(), longest));
+        .filter(|cut| fits(cut.len(), cut_longest));
     let y = window(
         resumed.as_deref().unwrap_or(y),
         detected_seasons,
         validation::ORIGINS * h,
     );
-    let Some((origins, seasons)) = plan(y.len(), h, seasons) else {
+    let Some((origins, seasons)) = plan(y.len(), h, &seasons.all) else {
         return forecast_by_aicc(y, dominant, h);
     };
     let train = &y[..origins.at[0]];

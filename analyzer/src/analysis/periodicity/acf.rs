@@ -70,6 +70,28 @@ pub fn repeats(acf: &[f64], hill: &Hill, z: f64, count: usize) -> bool {
             })
 }
 
+/// The shortest whole fraction of lag `t` (halved or divided by three, as often as it
+/// holds) where `hill_at` finds a hill at least `share` as high as `hill`: a series
+/// that repeats there repeats at every multiple too, and a multiple's hill can stand
+/// higher by chance. Returns that lag, its hill, and how many times it divides `t`.
+pub fn shortest_fraction(
+    mut t: f64,
+    mut hill: Hill,
+    share: f64,
+    hill_at: impl Fn(f64) -> Option<Hill>,
+) -> (f64, Hill, f64) {
+    let mut divisor = 1.0;
+    while let Some((d, shorter)) = [2.0, 3.0].iter().find_map(|&d| {
+        let h = hill_at(t / d).filter(|h| h.height >= share * hill.height)?;
+        Some((d, h))
+    }) {
+        t /= d;
+        divisor *= d;
+        hill = shorter;
+    }
+    (t, hill, divisor)
+}
+
 /// The integer lag of the highest local maximum within the window, if any.
 fn best_local_max(acf: &[f64], center: f64, half: f64, max_lag: usize) -> Option<usize> {
     let lo = ((center - half).floor().max(2.0)) as usize;

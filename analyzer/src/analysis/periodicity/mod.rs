@@ -18,6 +18,7 @@ pub mod prepare;
 pub mod refine;
 pub mod significance;
 pub mod spectrum;
+pub mod tentative;
 
 use crate::analysis::grid;
 use crate::series::Series;
@@ -392,21 +393,15 @@ fn test_harmonic_sums(
     for c in harmonics::candidates(&spectra.power, w, RELAXED_P.max(config.alpha)) {
         found.best_p = found.best_p.min(c.p);
         let significant = c.p <= config.alpha;
-        let (mut t0, mut summed) = (n / c.k, c.harmonics);
-        let Some(mut hill) = hill_at(t0) else {
+        let Some(hill) = hill_at(n / c.k) else {
             if significant {
-                found.significant_without_hill.push(t0 * step);
+                found.significant_without_hill.push(n / c.k * step);
             }
             continue;
         };
-        while let Some((d, shorter)) = [2.0, 3.0].iter().find_map(|&d| {
-            let h = hill_at(t0 / d).filter(|h| h.height >= OCTAVE_HEIGHT * hill.height)?;
-            Some((d, h))
-        }) {
-            t0 /= d;
-            summed = (summed as f64 / d).ceil() as usize;
-            hill = shorter;
-        }
+        let (t0, hill, divisor) = acf::shortest_fraction(n / c.k, hill, OCTAVE_HEIGHT, hill_at);
+        // ceil(ceil(s / a) / b) = ceil(s / ab): one division for the whole descent
+        let summed = (c.harmonics as f64 / divisor).ceil() as usize;
         if !significant && !acf::repeats(spectra.acf(), &hill, REPEAT_Z, REPEATS) {
             continue;
         }
@@ -434,7 +429,7 @@ const REPEATS: usize = 3;
 /// Least height of each of those hills, in standard errors of white noise's
 /// autocorrelation at that lag (1/√(n − lag)): 2.5 kept false positives on the
 /// development set's aperiodic kinds near where they were (1.0% against 0.8%).
-const REPEAT_Z: f64 = 2.5;
+pub const REPEAT_Z: f64 = 2.5;
 
 /// Below this many cycles a period is refined on its harmonics together: the
 /// fundamental alone pins a non-sinusoidal shape to a few percent only.
@@ -454,7 +449,7 @@ fn harmonic_count(w: &Whitened, k: f64) -> usize {
 
 /// A lag a whole fraction of a confirmed one replaces it when its autocorrelation
 /// hill is at least this share as high: the series repeats there already.
-const OCTAVE_HEIGHT: f64 = 0.7;
+pub const OCTAVE_HEIGHT: f64 = 0.7;
 
 /// Whether `seconds` is within `tolerance` (relative) of an accepted period divided by
 /// 2, 3, …. The spectral estimate of a period of T steps out of n is good to about
@@ -520,29 +515,10 @@ fn finish(mut found: Found) -> PeriodOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::fixtures::recorded;
 
     fn detect(values: &[f64]) -> PeriodOutcome {
         detect_on_grid(values, 60.0, &PeriodConfig::default())
-    }
-
-    /// The first `n` samples of a series recorded on the H100 (`docs/validation`).
-    fn recorded(run: &str, name: &str, n: usize) -> Series {
-        let path = format!(
-            "{}/../docs/validation/analyzer/h100-series/{run}/{name}.csv",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-        let number = |v: Option<&str>| v.and_then(|v| v.parse::<f64>().ok()).expect(&path);
-        let points = text
-            .lines()
-            .skip(1)
-            .take(n)
-            .map(|l| {
-                let mut cells = l.split(',');
-                (number(cells.next()), number(cells.next()))
-            })
-            .collect();
-        Series::from_points(points)
     }
 
     /// [`detect_whole`] on the longest stretch of `series` on its grid, as
