@@ -102,6 +102,9 @@ fn lone_stop(y: &[f64]) -> Option<Range<usize>> {
 /// How much longer than any other run a lone stop is.
 pub const LONE_FACTOR: usize = 2;
 
+/// Cycles after a join compared with the last cycle before it.
+pub const ALIGN_CYCLES: usize = 3;
+
 /// How many points to drop from the end of `before` so that `after` continues its
 /// cycle of `period` steps: the shift below a cycle whose cycle before the join
 /// differs least from the first cycle after it.
@@ -110,7 +113,7 @@ fn phase_shift(before: &[f64], after: &[f64], period: f64) -> usize {
     if !(2.0..=MAX_ALIGNED).contains(&period) || before.len() < 2 * m || after.is_empty() {
         return 0;
     }
-    let len = m.min(after.len());
+    let len = (ALIGN_CYCLES * m).min(after.len());
     // a long cycle is compared at evenly spaced points: every shift of a day at 1 min
     // against every point would cost two million steps per cut (0.37 million sampled)
     let stride = len.div_ceil(ALIGN_POINTS);
@@ -118,7 +121,7 @@ fn phase_shift(before: &[f64], after: &[f64], period: f64) -> usize {
         let end = before.len() - k;
         (0..len)
             .step_by(stride)
-            .map(|i| (after[i] - before[end - m + i]).abs())
+            .map(|i| (after[i] - before[end - m + i % m]).abs())
             .sum()
     };
     (0..m)
@@ -146,6 +149,27 @@ mod tests {
         let cut = cut_held(&y, 20.0, 20.0).expect("the idle stretch is cut");
         let whole: Vec<f64> = (0..300).map(busy).collect();
         assert_eq!(cut, whole);
+    }
+
+    #[test]
+    fn a_restart_that_stumbles_is_joined_in_phase_with_the_cycles_after_it() {
+        // run8's SM activity: 35 s iterations with a 7 s evaluation dip; stopped for
+        // 110 s; on restart 5 s busy and 5 s idle before the iterations go on
+        let y: Vec<f64> = crate::analysis::fixtures::recorded("run8", "gpu_sm_active", 357)
+            .values()
+            .collect();
+        let cut = cut_held(&y, 35.0, 35.0).expect("the stop is cut");
+        // where each evaluation dip starts (6 steps at 0.02 after the first)
+        let dips: Vec<usize> = (1..cut.len() - 6)
+            .filter(|&i| {
+                cut[i - 1] > 0.5 && cut[i] < 0.15 && cut[i + 1..i + 7].iter().all(|v| *v < 0.05)
+            })
+            .collect();
+        assert!(dips.len() >= 6, "dips at {dips:?}");
+        assert!(
+            dips.windows(2).all(|w| w[1] - w[0] == 35),
+            "dips at {dips:?}"
+        );
     }
 
     /// Iterations of 60 steps with a 4-step dip, noisy, never exactly equal.
