@@ -59,6 +59,7 @@ pub fn ours(values: &[f64], step: f64, horizon: usize) -> Answer {
         // every period found, as the pipeline hands them over
         period: PeriodChoice::Detected,
         more_periods: detection.seasons,
+        candidate_periods: Vec::new(),
         // BENCH_METHOD=aicc: the earlier single-model method, for before/after timings
         method: if std::env::var("BENCH_METHOD").as_deref() == Ok("aicc") {
             Method::Aicc

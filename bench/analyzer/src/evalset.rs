@@ -24,6 +24,9 @@ pub struct Case {
     pub filled: Vec<f64>,
     /// The held-out future, one value per step.
     pub future: Vec<f64>,
+    /// Seasons in seconds offered to poolprof's validation (the periods of the other
+    /// series of the same GPU, for recorded series).
+    pub siblings: Vec<f64>,
 }
 
 /// The classes, in table order.
@@ -256,6 +259,7 @@ pub fn case(class: usize, seed: u64) -> Case {
         history,
         filled,
         future: future.to_vec(),
+        siblings: Vec::new(),
     }
 }
 

@@ -244,6 +244,7 @@ fn score(k: &Case, c: usize, i: usize, peer: Option<&PeerForecasts>) -> (Rows, S
             horizon_steps: h,
             step_seconds: Some(k.step),
             method,
+            candidate_periods: k.siblings.clone(),
             ..ForecastConfig::default()
         };
         let f = forecast(&series, &config).expect("forecast");

@@ -7,6 +7,11 @@
 //! Seasonal-naive uses the jobs' designed evaluation cycle (`truth.json`,
 //! `evaluation_every_s`), the one cycle every GPU-wide series carries; memory series
 //! (a cache grown and freed at random sizes) have no season.
+//!
+//! With `EVAL_SIBLINGS` set, poolprof is offered, for validation only, the periods found
+//! on the histories of the recording's other activity, power/temperature/clock and PCIe
+//! series at the same origin (a GPU's series share its jobs' cycles): an experiment for
+//! seasons shared across a GPU, which the pipeline does not do.
 
 use std::path::Path;
 
@@ -83,6 +88,7 @@ fn cases_of(points: &[(f64, f64)], season: Option<usize>, group: usize) -> Vec<C
                 history,
                 filled,
                 future,
+                siblings: Vec::new(),
             })
         })
         .collect()
@@ -92,8 +98,10 @@ fn cases_of(points: &[(f64, f64)], season: Option<usize>, group: usize) -> Vec<C
 /// its `truth.json`).
 pub fn run(dirs: &[String], threads: usize) {
     let mut cases = Vec::new();
+    // (recording, origin) of each case, for EVAL_SIBLINGS
+    let mut runs_origins = Vec::new();
     let mut series = 0;
-    for dir in dirs {
+    for (run, dir) in dirs.iter().enumerate() {
         let dir = Path::new(dir);
         let season = evaluation_cycle(dir).map(|s| s.round() as usize);
         let mut files: Vec<_> = std::fs::read_dir(dir)
@@ -109,15 +117,56 @@ pub fn run(dirs: &[String], threads: usize) {
             for s in &file.series {
                 let more = cases_of(&s.points, season, g);
                 series += usize::from(!more.is_empty());
-                for k in more {
+                for (origin, k) in more.into_iter().enumerate() {
+                    runs_origins.push((run, origin));
                     cases.push((g, cases.len(), k));
                 }
             }
         }
+    }
+    if std::env::var_os("EVAL_SIBLINGS").is_some() {
+        offer_siblings(&mut cases, &runs_origins);
     }
     let title = format!(
         "{series} recorded series, {} forecasts ({ORIGINS} origins, {HORIZON} steps each)",
         cases.len()
     );
     evaluate(&title, &GROUPS, &cases, None, threads);
+}
+
+/// Offers each case the periods detected on the histories of the recording's activity,
+/// power/temperature/clock and PCIe series at the same origin (its own excluded); `at`
+/// is each case's (recording, origin).
+fn offer_siblings(cases: &mut [(usize, usize, Case)], at: &[(usize, usize)]) {
+    use poolprof_analyzer::analysis::periodicity::{detect_periods, PeriodConfig};
+    use poolprof_analyzer::series::Series;
+    let found: Vec<Vec<f64>> = cases
+        .iter()
+        .map(|(g, _, k)| {
+            // memory (no designed cycle) and per-process series offer nothing
+            if *g == 2 || *g == 4 {
+                return Vec::new();
+            }
+            let series = Series::from_points(k.history.clone());
+            detect_periods(&series, &PeriodConfig::default())
+                .periods()
+                .iter()
+                .map(|p| p.period_seconds)
+                .collect()
+        })
+        .collect();
+    for i in 0..cases.len() {
+        let mut offered: Vec<f64> = Vec::new();
+        for j in 0..cases.len() {
+            if j == i || at[j] != at[i] {
+                continue;
+            }
+            for p in &found[j] {
+                if !offered.iter().any(|q| (q - p).abs() < 0.03 * q) {
+                    offered.push(*p);
+                }
+            }
+        }
+        cases[i].2.siblings = offered;
+    }
 }

@@ -85,6 +85,9 @@ pub struct ForecastConfig {
     /// Further seasons, in seconds, modelled alongside `period` (e.g. every period the
     /// detector found, when it already ran).
     pub more_periods: Vec<f64>,
+    /// Seasons, in seconds, offered to validation only, after the detected and before
+    /// the calendar's (e.g. the periods found on the other series of the same GPU).
+    pub candidate_periods: Vec<f64>,
     /// How the model is chosen.
     pub method: Method,
 }
@@ -109,6 +112,7 @@ impl Default for ForecastConfig {
             step_seconds: None,
             period: PeriodChoice::Auto,
             more_periods: Vec::new(),
+            candidate_periods: Vec::new(),
             method: Method::Validated,
         }
     }
@@ -206,7 +210,8 @@ pub const MAX_CALENDAR_STEPS: f64 = 10_080.0;
 /// within [`WHOLE_STEP_TOLERANCE`] of one (or within [`CALENDAR_TOLERANCE`] of the
 /// calendar), without repeats. Where a detector ran and found none, a tentative season
 /// of the longest busy stretch between stops comes before the calendar's.
-fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> Seasons {
+fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
+    let (choice, more) = (config.period, &config.more_periods);
     // a season the caller gave is kept as given; a detected one repeats best at
     let detects = !matches!(choice, PeriodChoice::Seconds(_));
     let mut seconds: Vec<f64> = match choice {
@@ -240,6 +245,8 @@ fn seasons_of(y: &[f64], step: f64, choice: PeriodChoice, more: &[f64]) -> Seaso
         .flatten()
         .map(|lag| lag * step);
     seconds.extend(tentative);
+    let offered = config.candidate_periods.iter().copied();
+    seconds.extend(offered.filter(|s| s.is_finite() && *s > 0.0));
     seconds.extend(calendar);
     let mut out = Seasons::default();
     for (i, s) in seconds.into_iter().enumerate() {
@@ -346,7 +353,7 @@ pub fn forecast_values(
             *v /= scale;
         }
     }
-    let seasons = seasons_of(&y, step, config.period, &config.more_periods);
+    let seasons = seasons_of(&y, step, config);
     let h = config.horizon_steps;
     let unit = match config.method {
         Method::Validated => select::forecast_validated(&y, &seasons, h),

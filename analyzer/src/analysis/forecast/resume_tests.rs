@@ -86,3 +86,32 @@ fn a_cycle_split_by_a_stop_is_forecast_with_its_tentative_season() {
         f.model
     );
 }
+
+#[test]
+fn a_season_offered_for_validation_is_taken_where_it_forecasts_better() {
+    // run9's graphics clock: a 45 s cycle of boost plateaus on a wandering base, stopped
+    // 100 s at the boost; no period passes the test and the busy stretch, which starts
+    // at the idle clock, repeats too weakly for a tentative season
+    let series = crate::analysis::fixtures::recorded("run9", "gpu_clock_hz-graphics", 542);
+    let y: Vec<f64> = series.values().collect();
+    let (history, next) = y.split_at(481);
+    let without = crate::analysis::fixtures::forecast_steps(history, 1.0, 60);
+    assert_eq!(without.period_seconds, None, "model {}", without.model);
+    let config = super::ForecastConfig {
+        horizon_steps: 60,
+        candidate_periods: vec![45.0],
+        ..super::ForecastConfig::default()
+    };
+    let with = super::forecast(&crate::series::Series::from_values(history, 1.0), &config)
+        .expect("forecast");
+    assert_eq!(with.period_seconds, Some(45.0), "model {}", with.model);
+    let err = |f: &[f64]| mae_from(f, 0, |j| next[j]);
+    assert!(
+        err(&with.point) < 0.8 * err(&without.point),
+        "{} {:.0} against {} {:.0}",
+        with.model,
+        err(&with.point),
+        without.model,
+        err(&without.point)
+    );
+}
