@@ -69,14 +69,20 @@ fn a_seasonal_trend_is_not_run_from_before_a_recent_resume() {
     }
 }
 
+/// A recorded series cut at `origin`: the history before it and the minute after it.
+fn cut_at(run: &str, name: &str, origin: usize) -> (Vec<f64>, Vec<f64>) {
+    let series = crate::analysis::fixtures::recorded(run, name, origin + 60);
+    let mut history: Vec<f64> = series.values().collect();
+    let next = history.split_off(origin);
+    (history, next)
+}
+
 #[test]
 fn a_cycle_split_by_a_stop_is_forecast_with_its_tentative_season() {
     // run8's SM activity: 35 s cycles for 150 s, stopped 110 s, resumed for 152 s; no
     // period passes the test on it, the next minute repeats the cycle
-    let series = crate::analysis::fixtures::recorded("run8", "gpu_sm_active", 477);
-    let y: Vec<f64> = series.values().collect();
-    let (history, next) = y.split_at(417);
-    let f = crate::analysis::fixtures::forecast_steps(history, 1.0, 60);
+    let (history, next) = cut_at("run8", "gpu_sm_active", 417);
+    let f = crate::analysis::fixtures::forecast_steps(&history, 1.0, 60);
     assert_eq!(f.period_seconds, Some(35.0), "model {}", f.model);
     let mae = mae_from(&f.point, 0, |j| next[j]);
     let naive = mae_from(&vec![history[416]; 60], 0, |j| next[j]);
@@ -92,17 +98,15 @@ fn a_season_offered_for_validation_is_taken_where_it_forecasts_better() {
     // run9's graphics clock: a 45 s cycle of boost plateaus on a wandering base, stopped
     // 100 s at the boost; no period passes the test and the busy stretch, which starts
     // at the idle clock, repeats too weakly for a tentative season
-    let series = crate::analysis::fixtures::recorded("run9", "gpu_clock_hz-graphics", 542);
-    let y: Vec<f64> = series.values().collect();
-    let (history, next) = y.split_at(481);
-    let without = crate::analysis::fixtures::forecast_steps(history, 1.0, 60);
+    let (history, next) = cut_at("run9", "gpu_clock_hz-graphics", 481);
+    let without = crate::analysis::fixtures::forecast_steps(&history, 1.0, 60);
     assert_eq!(without.period_seconds, None, "model {}", without.model);
     let config = super::ForecastConfig {
         horizon_steps: 60,
         candidate_periods: vec![45.0],
         ..super::ForecastConfig::default()
     };
-    let with = super::forecast(&crate::series::Series::from_values(history, 1.0), &config)
+    let with = super::forecast(&crate::series::Series::from_values(&history, 1.0), &config)
         .expect("forecast");
     assert_eq!(with.period_seconds, Some(45.0), "model {}", with.model);
     let err = |f: &[f64]| mae_from(f, 0, |j| next[j]);
