@@ -8,6 +8,7 @@
 //! `evaluation_every_s`), the one cycle every GPU-wide series carries; memory series
 //! (a cache grown and freed at random sizes) have no season.
 //!
+//! `RECORDED_SERIES=stem,stem` scores only those series (file names without `.csv`).
 //! With `EVAL_SIBLINGS` set, poolprof is offered, for validation only, the periods found
 //! on the histories of the recording's other activity, power/temperature/clock and PCIe
 //! series at the same origin (a GPU's series share its jobs' cycles): an experiment for
@@ -101,6 +102,11 @@ pub fn run(dirs: &[String], threads: usize) {
     // (recording, origin) of each case, for EVAL_SIBLINGS
     let mut runs_origins = Vec::new();
     let mut series = 0;
+    // RECORDED_SERIES=a,b: only the series of those file stems (e.g. the pipeline's
+    // default signals)
+    let only: Option<Vec<String>> = std::env::var("RECORDED_SERIES")
+        .ok()
+        .map(|v| v.split(',').map(|s| s.trim().to_string()).collect());
     for (run, dir) in dirs.iter().enumerate() {
         let dir = Path::new(dir);
         let season = evaluation_cycle(dir).map(|s| s.round() as usize);
@@ -112,6 +118,9 @@ pub fn run(dirs: &[String], threads: usize) {
         files.sort();
         for path in files {
             let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+            if !only.as_ref().is_none_or(|o| o.contains(&stem)) {
+                continue;
+            }
             let file = read_file(&path, 1.0).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             let g = group(&stem);
             for s in &file.series {
