@@ -33,22 +33,16 @@ pub fn forecast_steps(y: &[f64], step: f64, h: usize) -> Forecast {
 }
 
 /// The first `n` samples of a series recorded on the H100
-/// (`docs/validation/analyzer/h100-series/{run}/{name}.csv`).
+/// (`docs/validation/analyzer/h100-series/{run}/{name}.csv`), read as `poolprof-analyzer
+/// periods --input` reads it.
 pub fn recorded(run: &str, name: &str, n: usize) -> Series {
-    let path = format!(
+    let path = std::path::PathBuf::from(format!(
         "{}/../docs/validation/analyzer/h100-series/{run}/{name}.csv",
         env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let number = |v: Option<&str>| v.and_then(|v| v.parse::<f64>().ok()).expect(&path);
-    let points = text
-        .lines()
-        .skip(1)
-        .take(n)
-        .map(|l| {
-            let mut cells = l.split(',');
-            (number(cells.next()), number(cells.next()))
-        })
-        .collect();
-    Series::from_points(points)
+    ));
+    let file = crate::source::file::read_file(&path, 1.0)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut series = file.series.into_iter().next().expect("one series");
+    series.points.truncate(n);
+    series
 }

@@ -60,9 +60,10 @@ fn evaluation_cycle(dir: &Path) -> Option<f64> {
 }
 
 /// The cases of one recorded series: its last [`ORIGINS`] blocks, each with the
-/// history before it. `None` when the series is too short or constant (nothing to
-/// forecast: every method scores 0).
-fn cases_of(points: &[(f64, f64)], season: Option<usize>, group: usize) -> Vec<Case> {
+/// history before it and how many blocks from the end it starts; none for a block whose
+/// history is too short or that is constant with it (nothing to forecast: every method
+/// scores 0).
+fn cases_of(points: &[(f64, f64)], season: Option<usize>, group: usize) -> Vec<(usize, Case)> {
     let t0 = points[0].0;
     let n = ((points.last().unwrap().0 - t0).round() as usize) + 1;
     let grid = fill(
@@ -82,7 +83,7 @@ fn cases_of(points: &[(f64, f64)], season: Option<usize>, group: usize) -> Vec<C
             let filled = grid[..origin].to_vec();
             let future = grid[origin..origin + HORIZON].to_vec();
             let flat = filled.iter().chain(&future).all(|v| *v == filled[0]);
-            (!flat && history.len() >= 4 * HORIZON).then(|| Case {
+            (!flat && history.len() >= 4 * HORIZON).then(|| (k, Case {
                 class: GROUPS[group],
                 step: 1.0,
                 seasons: season.into_iter().filter(|_| group != 2).collect(),
@@ -90,7 +91,7 @@ fn cases_of(points: &[(f64, f64)], season: Option<usize>, group: usize) -> Vec<C
                 filled,
                 future,
                 siblings: Vec::new(),
-            })
+            }))
         })
         .collect()
 }
@@ -99,7 +100,7 @@ fn cases_of(points: &[(f64, f64)], season: Option<usize>, group: usize) -> Vec<C
 /// its `truth.json`).
 pub fn run(dirs: &[String], threads: usize) {
     let mut cases = Vec::new();
-    // (recording, origin) of each case, for EVAL_SIBLINGS
+    // (recording, blocks from the end) of each case, for EVAL_SIBLINGS
     let mut runs_origins = Vec::new();
     let mut series = 0;
     // RECORDED_SERIES=a,b: only the series of those file stems (e.g. the pipeline's
@@ -126,7 +127,7 @@ pub fn run(dirs: &[String], threads: usize) {
             for s in &file.series {
                 let more = cases_of(&s.points, season, g);
                 series += usize::from(!more.is_empty());
-                for (origin, k) in more.into_iter().enumerate() {
+                for (origin, k) in more {
                     runs_origins.push((run, origin));
                     cases.push((g, cases.len(), k));
                 }
@@ -145,7 +146,7 @@ pub fn run(dirs: &[String], threads: usize) {
 
 /// Offers each case the periods detected on the histories of the recording's activity,
 /// power/temperature/clock and PCIe series at the same origin (its own excluded); `at`
-/// is each case's (recording, origin).
+/// is each case's (recording, blocks from the end).
 fn offer_siblings(cases: &mut [(usize, usize, Case)], at: &[(usize, usize)]) {
     use poolprof_analyzer::analysis::periodicity::{detect_periods, PeriodConfig};
     use poolprof_analyzer::series::Series;

@@ -212,7 +212,9 @@ pub const MAX_CALENDAR_STEPS: f64 = 10_080.0;
 /// of the longest busy stretch between stops comes before the calendar's.
 fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
     let (choice, more) = (config.period, &config.more_periods);
-    // a season the caller gave is kept as given; a detected one repeats best at
+    // a season the caller gave is kept as given; a detected one is moved to the lag the
+    // series repeats best at (`lag::best_lag`), and only a detector's silence earns a
+    // tentative season
     let detects = !matches!(choice, PeriodChoice::Seconds(_));
     let mut seconds: Vec<f64> = match choice {
         PeriodChoice::None => return Seasons::default(),
@@ -260,7 +262,7 @@ fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
         }
         if let Some(season) = Season::new(period) {
             out.all.push(season);
-            out.detected += usize::from(i < given);
+            out.given += usize::from(i < given);
             if i == given && tentative.is_some() {
                 out.tentative = Some(season);
             }
@@ -275,20 +277,30 @@ fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
 /// The seasons a forecast may model, in steps.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Seasons {
-    /// The detected or given seasons (dominant first), then a tentative one, then the
-    /// calendar's: each fits twice in the data.
-    pub all: Vec<Season>,
+    /// The detected or given seasons (dominant first), then a tentative one, the
+    /// offered ones, then the calendar's: each fits twice in the data.
+    all: Vec<Season>,
     /// How many lead `all` as detected or given.
-    pub detected: usize,
+    given: usize,
     /// The tentative season ([`tentative_lag`]), one of `all`, when no season was
     /// detected or given: a candidate for validation, and the cycle whose stops are cut.
-    pub tentative: Option<Season>,
+    tentative: Option<Season>,
 }
 
 impl Seasons {
+    /// Every season, the detected or given first.
+    pub fn all(&self) -> &[Season] {
+        &self.all
+    }
+
     /// The detected or given seasons, dominant first.
     pub fn detected(&self) -> &[Season] {
-        &self.all[..self.detected]
+        &self.all[..self.given]
+    }
+
+    /// The tentative season, when there is one.
+    pub fn tentative(&self) -> Option<Season> {
+        self.tentative
     }
 
     /// The dominant season: the first detected or given.

@@ -63,7 +63,7 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let pinned =
         pinned::is_pinned(y, &periods) || pinned::stopped_for_a_cycle(y, dominant, longest);
     // the stops are cut at the detected seasons' cycle, or else at the tentative one
-    let (cut_longest, cut_period) = match seasons.tentative {
+    let (cut_longest, cut_period) = match seasons.tentative() {
         Some(t) => (t.period(), t.period()),
         None => (longest, dominant.map_or(0.0, |s| s.period())),
     };
@@ -76,7 +76,7 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         detected_seasons,
         validation::ORIGINS * h,
     );
-    let Some((origins, seasons)) = plan(y.len(), h, &seasons.all) else {
+    let Some((origins, seasons)) = plan(y.len(), h, seasons.all()) else {
         return forecast_by_aicc(y, dominant, h);
     };
     let train = &y[..origins.at[0]];

@@ -115,6 +115,8 @@ mod tests {
                     tentative_lag(&aperiodic_with_a_stop(kind, &mut noise), &config).is_some()
                 })
                 .count();
+            // the counts docs/analysis.md quotes (`-- --nocapture` shows them)
+            eprintln!("{name}: {found} of 200 got a tentative season");
             assert!(found <= 10, "{name}: {found} of 200 got a tentative season");
         }
     }
