@@ -148,7 +148,7 @@ pub struct ProcessUsage {
     pub pid: u32,
     /// Device memory the process holds, where the driver can tell.
     pub used_memory_bytes: Option<u64>,
-    /// SM busy ratio attributed to the process over the last sample period.
+    /// SM busy ratio attributed to the process since the previous read of the samples.
     pub sm_ratio: Option<f64>,
     /// Memory-controller busy ratio attributed to the process.
     pub memory_ratio: Option<f64>,

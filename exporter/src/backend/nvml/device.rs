@@ -51,7 +51,7 @@ const PCIE_REFRESH: Duration = Duration::from_secs(30);
 const MIG_MODE_REFRESH: Duration = Duration::from_secs(10);
 
 /// How long process-utilization samples are reused (see [`processes::Sampling`]):
-/// each process's newest sample is kept, so its ratios are at most this old.
+/// each read's ratios are the driver's mean over this stretch, at most this old.
 const PROCESS_UTILIZATION_REFRESH: Duration = Duration::from_secs(10);
 
 /// How long memory and utilization readings are reused: long enough that the GPU's

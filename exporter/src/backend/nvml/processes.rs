@@ -1,5 +1,7 @@
 //! Compute processes joined with their utilization samples. NVML buffers
-//! per-process samples; each read asks only for those newer than the last one seen.
+//! per-process samples; each read asks only for those newer than the last one seen,
+//! and answers one entry per process whose ratios are the mean over that whole
+//! stretch, idle sample periods counted as 0 (`docs/validation/process-samples-h100.md`).
 
 use super::convert::percent_u32_to_ratio;
 use crate::backend::{ProcessUsage, Utilization};
@@ -8,7 +10,8 @@ use nvml_wrapper::struct_wrappers::device::{ProcessInfo, ProcessUtilizationSampl
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-/// The newest SM and memory busy ratios of one process in a batch of samples.
+/// The SM and memory busy ratios of one process in a batch of samples (the newest
+/// entry, should the driver ever answer more than one).
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Busy {
     timestamp: u64,
@@ -45,9 +48,9 @@ pub fn next_timestamp(previous: Option<u64>, samples: &[ProcessUtilizationSample
 /// The process-utilization samples last read and when, reused for a while: the
 /// query costs about 2.1 ms of CPU on an H100 whenever a compute process runs
 /// (`docs/validation/cost/h100-collector-cpu.md`), more than the exporter's whole budget of
-/// 0.2% of a core at a 1 s interval. NVML buffers the samples, so a read every
-/// `max_age` still sees each process's newest sample; its ratios are at most
-/// `max_age` old.
+/// 0.2% of a core at a 1 s interval. NVML buffers the samples and averages them over
+/// the stretch a read asks for, so a read every `max_age` loses no busy time: its
+/// ratios are the mean over the last `max_age`, at most `max_age` old.
 #[derive(Debug)]
 pub struct Sampling {
     max_age: Duration,
