@@ -258,7 +258,7 @@ fn score(k: &Case, c: usize, i: usize, peer: Option<&PeerForecasts>) -> (Rows, S
         if method == Method::Validated {
             chosen = generic(&f.model);
             if let Some(dir) = std::env::var_os("EVAL_SERIES_DIR") {
-                // development aid: history, future and forecast of each series
+                // development aid: history, future, forecast and its 80% and 95% bands
                 let path = std::path::Path::new(&dir).join(format!("{c}-{i}.txt"));
                 let line = |v: &[f64]| {
                     v.iter()
@@ -267,11 +267,15 @@ fn score(k: &Case, c: usize, i: usize, peer: Option<&PeerForecasts>) -> (Rows, S
                         .join(" ")
                 };
                 let text = format!(
-                    "{}\n{}\n{}\n{}\n",
+                    "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
                     f.model,
                     line(&k.filled),
                     line(&k.future),
-                    line(&f.point)
+                    line(&f.point),
+                    line(&f.lower_80),
+                    line(&f.upper_80),
+                    line(&f.lower_95),
+                    line(&f.upper_95)
                 );
                 std::fs::write(path, text).expect("write series");
             }
