@@ -10,25 +10,26 @@ pub const RESET_SHARE: f64 = 0.5;
 /// Fewest resets that make a sawtooth.
 pub const MIN_RESETS: usize = 2;
 
-/// Whether `y` falls by more than [`RESET_SHARE`] of its range in one step at least
-/// [`MIN_RESETS`] times while it never rises that much in one step: it climbs
-/// gradually and drops at once (a series that jumps both ways switches levels instead).
-pub fn is_sawtooth(y: &[f64]) -> bool {
+/// The range of `y` when it climbs gradually: a positive, finite range that no
+/// one-step rise exceeds [`RESET_SHARE`] of (a series that jumps up as it drops
+/// switches levels instead of resetting).
+fn climbs_gradually(y: &[f64]) -> Option<f64> {
     let max = y.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let min = y.iter().copied().fold(f64::INFINITY, f64::min);
-    let big = RESET_SHARE * (max - min);
-    if big.is_nan() || big <= 0.0 {
-        return false;
-    }
-    let mut resets = 0;
-    for w in y.windows(2) {
-        let d = w[1] - w[0];
-        if d > big {
-            return false;
-        }
-        resets += usize::from(-d > big);
-    }
-    resets >= MIN_RESETS
+    let range = max - min;
+    let gradual = range > 0.0
+        && range.is_finite()
+        && y.windows(2).all(|w| w[1] - w[0] <= RESET_SHARE * range);
+    gradual.then_some(range)
+}
+
+/// Whether `y` climbs gradually and falls by more than [`RESET_SHARE`] of its range in
+/// one step at least [`MIN_RESETS`] times: it climbs and drops at once.
+pub fn is_sawtooth(y: &[f64]) -> bool {
+    climbs_gradually(y).is_some_and(|range| {
+        let big = RESET_SHARE * range;
+        y.windows(2).filter(|w| w[0] - w[1] > big).count() >= MIN_RESETS
+    })
 }
 
 /// A reset: a one-step fall of at least this share of the range, landing within this
@@ -52,14 +53,7 @@ impl Resets {
     /// [`RESET_SHARE`] of its range in one step) and has reset at least [`MIN_RESETS`]
     /// times.
     pub fn of(y: &[f64]) -> Option<Resets> {
-        let max = y.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let min = y.iter().copied().fold(f64::INFINITY, f64::min);
-        let range = max - min;
-        if !(range > 0.0 && range.is_finite())
-            || y.windows(2).any(|w| w[1] - w[0] > RESET_SHARE * range)
-        {
-            return None;
-        }
+        let range = climbs_gradually(y)?;
         let near = FLOOR_SHARE * range;
         let mut landings: Vec<f64> = y
             .windows(2)

@@ -166,18 +166,18 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     };
     let (mut lower_80, upper_80) = band(0.80, intervals::z(0.80));
     let (mut lower_95, upper_95) = band(0.95, intervals::z(0.95));
-    // falls the forecast does not time (no season in it) may come at any step
-    let timed = members.iter().any(|c| c.period().is_some());
-    if let Some(resets) = (!timed).then(|| Resets::of(y)).flatten() {
+    let period_seconds = members
+        .iter()
+        .find_map(|c| c.period())
+        .filter(|_| !resettled);
+    // falls a forecast without a season does not time may come at any step
+    if let Some(resets) = period_seconds.is_none().then(|| Resets::of(y)).flatten() {
         resets.lower_band(0.80, &mut lower_80);
         resets.lower_band(0.95, &mut lower_95);
     }
     Forecast {
         model,
-        period_seconds: members
-            .iter()
-            .find_map(|c| c.period())
-            .filter(|_| !resettled),
+        period_seconds,
         step_seconds: 1.0,
         point: path.point,
         lower_80,
