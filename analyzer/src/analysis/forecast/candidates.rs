@@ -189,7 +189,32 @@ impl Candidate for Line {
 }
 
 /// Exponential smoothing with one season (or none); parameters from the training data.
-pub struct Ets(pub EtsFit, pub Arc<Regimes>);
+pub struct Ets(pub EtsFit, pub Arc<Regimes>, pub Arc<EtsStarts>);
+
+/// The initial states of the ETS candidates' windows, by the length of the prefix
+/// forecast from and of the window run over: the three trends share the season and the
+/// windows, so each window is decomposed once instead of three times.
+#[derive(Debug, Default)]
+pub struct EtsStarts(Mutex<Vec<((usize, usize), Arc<ets::Decomposition>)>>);
+
+impl EtsStarts {
+    /// The decomposition of `window` (a suffix of a prefix of `prefix_len` steps).
+    fn get(
+        &self,
+        prefix_len: usize,
+        window: &[f64],
+        season: Option<Season>,
+    ) -> Arc<ets::Decomposition> {
+        let key = (prefix_len, window.len());
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, d)) = known.iter().find(|(k, _)| *k == key) {
+            return d.clone();
+        }
+        let d = Arc::new(ets::Decomposition::of(window, season));
+        known.push((key, d.clone()));
+        d
+    }
+}
 
 impl Candidate for Ets {
     fn name(&self) -> String {
@@ -200,6 +225,7 @@ impl Candidate for Ets {
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let spec = self.0.spec;
+        let prefix_len = y.len();
         let bins = spec.season.map_or(0, |s| s.bins());
         let segment = self.1.current(y);
         let y = recent(y, 3 * bins);
@@ -224,7 +250,8 @@ impl Candidate for Ets {
         } else {
             y
         };
-        let (point, var) = self.0.rerun(y).forecast(h);
+        let start = self.2.get(prefix_len, y, spec.season);
+        let (point, var) = self.0.rerun_from(y, start).forecast(h);
         Path { point, var }
     }
 }
@@ -377,6 +404,7 @@ pub fn build(
     // The additive trend starts from the level-only optimum and the damped trend from
     // the additive one: each nests the one before, so a short search from there does
     // what a full one from cold starts would, at less than half the evaluations.
+    let starts = Arc::new(EtsStarts::default());
     let mut previous: Option<EtsFit> = None;
     for trend in [Trend::None, Trend::Additive, Trend::Damped] {
         let spec = EtsSpec {
@@ -388,7 +416,7 @@ pub fn build(
             Some(near) => ets::fit_near(train, spec, WARM_EVALS, near),
         };
         previous = Some(fit.clone());
-        out.push(Box::new(Ets(fit, regimes.clone())));
+        out.push(Box::new(Ets(fit, regimes.clone(), starts.clone())));
     }
     if !seasons.is_empty() {
         let cache = Arc::new(DecompositionCache::new(regimes.clone(), Scale::Linear));

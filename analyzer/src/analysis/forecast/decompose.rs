@@ -40,6 +40,9 @@ impl Scale {
 pub struct Seasonals {
     seasons: Vec<(Season, Vec<f64>)>,
     len: usize,
+    /// Each season's phase bin at steps `0..len`, as the profiles were estimated with:
+    /// [`Seasonals::adjust`] reads them instead of dividing once per step and season.
+    bins: Vec<Vec<u32>>,
 }
 
 impl Seasonals {
@@ -74,6 +77,7 @@ impl Seasonals {
         Seasonals {
             seasons: sorted.into_iter().zip(profiles).collect(),
             len: n,
+            bins,
         }
     }
 
@@ -82,9 +86,23 @@ impl Seasonals {
         self.seasons.iter().map(|(s, p)| p[s.bin(t)]).sum()
     }
 
-    /// `y` without its seasons.
+    /// `y` (the window decomposed, or a prefix of it) without its seasons.
     pub fn adjust(&self, y: &[f64]) -> Vec<f64> {
-        y.iter().enumerate().map(|(t, v)| v - self.at(t)).collect()
+        if y.len() > self.len {
+            return y.iter().enumerate().map(|(t, v)| v - self.at(t)).collect();
+        }
+        y.iter()
+            .enumerate()
+            .map(|(t, v)| {
+                let sum: f64 = self
+                    .seasons
+                    .iter()
+                    .zip(&self.bins)
+                    .map(|((_, p), b)| p[b[t] as usize])
+                    .sum();
+                v - sum
+            })
+            .collect()
     }
 
     /// The seasonal sums for the `h` steps after the window.

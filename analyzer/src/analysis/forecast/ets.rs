@@ -8,6 +8,8 @@
 //! 0 < γ < 1 - α, 0.8 ≤ φ ≤ 0.98) needs no constraint handling. The SSE of one-step
 //! errors is minimised by Nelder–Mead with a bounded evaluation count.
 
+use std::sync::Arc;
+
 use super::optimize::nelder_mead;
 
 /// The trend component.
@@ -28,12 +30,17 @@ pub enum Trend {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Season {
     period: f64,
+    /// `round(period)`, kept: [`Season::bin`] runs once per step of every pass.
+    bins: usize,
 }
 
 impl Season {
     /// A season of `period` steps; `None` below 2 steps.
     pub fn new(period: f64) -> Option<Season> {
-        (period.is_finite() && period >= 2.0).then_some(Season { period })
+        (period.is_finite() && period >= 2.0).then(|| Season {
+            period,
+            bins: period.round() as usize,
+        })
     }
 
     /// The period in steps.
@@ -43,7 +50,7 @@ impl Season {
 
     /// Number of seasonal states.
     pub fn bins(&self) -> usize {
-        self.period.round() as usize
+        self.bins
     }
 
     /// The states used at steps 0..n of the window: a counter for a whole number of
@@ -139,6 +146,8 @@ pub struct EtsFit {
     pub n: usize,
     /// AICc of the fit.
     pub aicc: f64,
+    /// The decomposition the states started from.
+    start: Arc<Decomposition>,
 }
 
 fn logistic(u: f64) -> f64 {
@@ -224,14 +233,15 @@ const ALPHA_STARTS: [f64; 3] = [0.02, 0.2, 0.8];
 /// A classical decomposition of the fitting window: a least-squares line and the
 /// mean detrended value at each phase of the season (centred on zero).
 #[derive(Debug, Clone, PartialEq)]
-struct Decomposition {
+pub struct Decomposition {
     intercept: f64,
     slope: f64,
     profile: Vec<f64>,
 }
 
 impl Decomposition {
-    fn of(y: &[f64], season: Option<Season>) -> Decomposition {
+    /// The decomposition of `y` with `season` (none: the line only).
+    pub fn of(y: &[f64], season: Option<Season>) -> Decomposition {
         let (intercept, slope) = super::linear::least_squares_line(y);
         let profile = match season {
             Some(season) => {
@@ -335,29 +345,41 @@ pub fn aicc(sse: f64, n: usize, k: usize) -> f64 {
     nf * (sse / nf).ln() + 2.0 * kf + 2.0 * kf * (kf + 1.0) / (nf - kf - 1.0)
 }
 
-/// Steps the optimiser's objective runs over (the most recent of the window).
-pub const OPTIMISE_POINTS: usize = 768;
+/// Steps the optimiser's objective runs over (the most recent of the window): three
+/// weeks of hourly data (a weekly season's three cycles are 504 steps), eight and a
+/// half hours at one minute. 768 cost a third more per evaluation and forecast no
+/// better on the evaluation set or the H100 recordings (`docs/benchmarks.md`).
+pub const OPTIMISE_POINTS: usize = 512;
 
 /// Fits `spec` to `y` with at most `max_evals` SSE evaluations. The objective runs over
 /// the last [`OPTIMISE_POINTS`] steps from the decomposition's state there, which
 /// bounds the cost whatever the window and season; the chosen parameters are then run
 /// over the whole window for the final states, SSE and AICc.
 pub fn fit(y: &[f64], spec: EtsSpec, max_evals: usize) -> EtsFit {
-    fit_with(y, spec, max_evals, None)
+    fit_with(y, spec, max_evals, None, None)
 }
 
 /// Fits `spec` to `y` from the parameters of `near` (a model it nests or extends: the
 /// damped trend from the additive one), with at most `max_evals` evaluations: the
 /// optimum is close, so the three starts and most of the search are not needed.
+/// `near` must have been fitted to the same `y`: where its season is `spec`'s too, its
+/// initial states are `spec`'s, and are not estimated again.
 pub fn fit_near(y: &[f64], spec: EtsSpec, max_evals: usize, near: &EtsFit) -> EtsFit {
-    fit_with(y, spec, max_evals, Some(&near.params))
+    let start = (near.n == y.len() && near.spec.season == spec.season).then(|| near.start.clone());
+    fit_with(y, spec, max_evals, Some(&near.params), start)
 }
 
 /// Simplex steps from a warm start: a quarter of those from the cold starts.
 const WARM_SCALE: f64 = 0.25;
 
-fn fit_with(y: &[f64], spec: EtsSpec, max_evals: usize, near: Option<&Params>) -> EtsFit {
-    let decomposition = Decomposition::of(y, spec.season);
+fn fit_with(
+    y: &[f64],
+    spec: EtsSpec,
+    max_evals: usize,
+    near: Option<&Params>,
+    start: Option<Arc<Decomposition>>,
+) -> EtsFit {
+    let decomposition = start.unwrap_or_else(|| Arc::new(Decomposition::of(y, spec.season)));
     let start = y.len().saturating_sub(OPTIMISE_POINTS);
     let opt_init = decomposition.state_before(start, spec.trend);
     let mut objective = |u: &[f64]| {
@@ -395,6 +417,7 @@ fn fit_with(y: &[f64], spec: EtsSpec, max_evals: usize, near: Option<&Params>) -
         sse,
         n: y.len(),
         aicc: aicc(sse, y.len(), spec.parameter_count()),
+        start: decomposition,
     }
 }
 
@@ -403,8 +426,13 @@ impl EtsFit {
     /// initial states from `y`'s decomposition): forecasting from another origin
     /// without optimising again.
     pub fn rerun(&self, y: &[f64]) -> EtsFit {
-        let decomposition = Decomposition::of(y, self.spec.season);
-        let mut end = decomposition.state_before(0, self.spec.trend);
+        self.rerun_from(y, Arc::new(Decomposition::of(y, self.spec.season)))
+    }
+
+    /// [`EtsFit::rerun`] from `start`, the decomposition of `y` with this model's season
+    /// (shared by models that differ only in trend).
+    pub fn rerun_from(&self, y: &[f64], start: Arc<Decomposition>) -> EtsFit {
+        let mut end = start.state_before(0, self.spec.trend);
         let sse = filter(y, 0, &self.params, self.spec.season, &mut end);
         EtsFit {
             spec: self.spec,
@@ -414,6 +442,7 @@ impl EtsFit {
             sse,
             n: y.len(),
             aicc: aicc(sse, y.len(), self.spec.parameter_count()),
+            start,
         }
     }
 
