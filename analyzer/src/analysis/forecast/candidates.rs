@@ -195,7 +195,10 @@ pub struct Ets(pub EtsFit, pub Arc<Regimes>, pub Arc<EtsStarts>);
 /// forecast from and of the window run over: the three trends share the season and the
 /// windows, so each window is decomposed once instead of three times.
 #[derive(Debug, Default)]
-pub struct EtsStarts(Mutex<Vec<((usize, usize), Arc<ets::Decomposition>)>>);
+pub struct EtsStarts(Mutex<Vec<(WindowKey, Arc<ets::Decomposition>)>>);
+
+/// A window by the length of the prefix it ends and its own length.
+type WindowKey = (usize, usize);
 
 impl EtsStarts {
     /// The decomposition of `window` (a suffix of a prefix of `prefix_len` steps).
