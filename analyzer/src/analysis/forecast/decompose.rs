@@ -55,23 +55,28 @@ impl Seasonals {
         let longest = sorted.last().map_or(1, |s| s.bins());
         // Phase bins once per season: the passes below read them many times.
         let bins: Vec<Vec<u32>> = sorted.iter().map(|s| s.bins_of(n)).collect();
-        let mut rest = vec![0.0; n];
-        // One season has nothing to settle against: one pass.
-        let passes = if sorted.len() > 1 { PASSES } else { 1 };
-        for _ in 0..passes {
-            for k in 0..sorted.len() {
-                // The series without the other seasons, then without its trend.
-                rest.copy_from_slice(y);
-                for (j, (b, p)) in bins.iter().zip(&profiles).enumerate() {
-                    if j != k {
-                        for (r, bin) in rest.iter_mut().zip(b) {
-                            *r -= p[*bin as usize];
+        let over = full_windows(n, longest);
+        if let [season] = sorted[..] {
+            // One season has nothing to settle against: one pass, on `y` itself.
+            let trend = MovingAverage::of(y, longest);
+            profiles[0] = phase_means(y, &trend, &bins[0], season.bins(), over);
+        } else {
+            let mut rest = vec![0.0; n];
+            for _ in 0..PASSES {
+                for k in 0..sorted.len() {
+                    // The series without the other seasons, then without its trend.
+                    rest.copy_from_slice(y);
+                    for (j, (b, p)) in bins.iter().zip(&profiles).enumerate() {
+                        if j != k {
+                            for (r, bin) in rest.iter_mut().zip(b) {
+                                *r -= p[*bin as usize];
+                            }
                         }
                     }
+                    let trend = MovingAverage::of(&rest, longest);
+                    let m = sorted[k].bins();
+                    profiles[k] = phase_means(&rest, &trend, &bins[k], m, over.clone());
                 }
-                let trend = moving_average(&rest, longest);
-                let over = full_windows(n, longest);
-                profiles[k] = phase_means(&rest, &trend, &bins[k], sorted[k].bins(), over);
             }
         }
         Seasonals {
@@ -123,29 +128,38 @@ fn full_windows(n: usize, w: usize) -> std::ops::Range<usize> {
     }
 }
 
-/// Centred moving average of width `w` (shrinking at the ends).
-fn moving_average(y: &[f64], w: usize) -> Vec<f64> {
-    let n = y.len();
-    let mut prefix = Vec::with_capacity(n + 1);
-    prefix.push(0.0);
-    for v in y {
-        prefix.push(prefix.last().copied().unwrap_or(0.0) + v);
+/// Centred moving average of width `w` (shrinking at the ends), read step by step
+/// from prefix sums: the profile reads it only over the full windows.
+struct MovingAverage {
+    prefix: Vec<f64>,
+    w: usize,
+}
+
+impl MovingAverage {
+    fn of(y: &[f64], w: usize) -> MovingAverage {
+        let mut prefix = Vec::with_capacity(y.len() + 1);
+        prefix.push(0.0);
+        for v in y {
+            prefix.push(prefix.last().copied().unwrap_or(0.0) + v);
+        }
+        MovingAverage { prefix, w }
     }
-    let half = w / 2;
-    (0..n)
-        .map(|t| {
-            let lo = t.saturating_sub(half);
-            let hi = (t + w - half).min(n);
-            (prefix[hi] - prefix[lo]) / (hi - lo) as f64
-        })
-        .collect()
+
+    /// The average at step `t`.
+    fn at(&self, t: usize) -> f64 {
+        let n = self.prefix.len() - 1;
+        let half = self.w / 2;
+        let lo = t.saturating_sub(half);
+        let hi = (t + self.w - half).min(n);
+        (self.prefix[hi] - self.prefix[lo]) / (hi - lo) as f64
+    }
 }
 
 /// Mean of `y - trend` over steps `over` at each of `m` phase bins (`bins[t]` is step
 /// t's), centred on zero.
 fn phase_means(
     y: &[f64],
-    trend: &[f64],
+    trend: &MovingAverage,
     bins: &[u32],
     m: usize,
     over: std::ops::Range<usize>,
@@ -153,7 +167,7 @@ fn phase_means(
     let (mut sum, mut count) = (vec![0.0; m], vec![0usize; m]);
     for t in over {
         let b = bins[t] as usize;
-        sum[b] += y[t] - trend[t];
+        sum[b] += y[t] - trend.at(t);
         count[b] += 1;
     }
     let mut p: Vec<f64> = sum
