@@ -437,10 +437,17 @@ pub fn build(
     out
 }
 
-/// The last [`ets::OPTIMISE_POINTS`] values of `y`, or `at_least` if more: a model
-/// with fixed parameters forgets older data, so its states are run over this much only.
+/// Steps a model with fixed parameters re-runs its states over, at least: more than
+/// the optimiser's [`ets::OPTIMISE_POINTS`], because the initial states come from a
+/// decomposition of these steps, and a seasonal profile estimated on four weeks of
+/// hourly data forecast better than on three (the hourly classes of the evaluation
+/// set, `docs/validation/analyzer/forecast-eval-session15.md`) at no measurable cost.
+pub const RERUN_POINTS: usize = 768;
+
+/// The last [`RERUN_POINTS`] values of `y`, or `at_least` if more: a model with fixed
+/// parameters forgets older data, so its states are run over this much only.
 fn recent(y: &[f64], at_least: usize) -> &[f64] {
-    let keep = ets::OPTIMISE_POINTS.max(at_least).min(y.len());
+    let keep = RERUN_POINTS.max(at_least).min(y.len());
     &y[y.len() - keep..]
 }
 

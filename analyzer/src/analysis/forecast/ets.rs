@@ -347,8 +347,9 @@ pub fn aicc(sse: f64, n: usize, k: usize) -> f64 {
 
 /// Steps the optimiser's objective runs over (the most recent of the window): three
 /// weeks of hourly data (a weekly season's three cycles are 504 steps), eight and a
-/// half hours at one minute. 768 cost a third more per evaluation and forecast no
-/// better on the evaluation set or the H100 recordings (`docs/benchmarks.md`).
+/// half hours at one minute. 768 cost a third more per evaluation and estimated
+/// parameters that forecast no better on the evaluation set or the H100 recordings
+/// (`docs/validation/analyzer/forecast-eval-session15.md`).
 pub const OPTIMISE_POINTS: usize = 512;
 
 /// Fits `spec` to `y` with at most `max_evals` SSE evaluations. The objective runs over
