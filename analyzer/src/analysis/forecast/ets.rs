@@ -482,6 +482,42 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_shared_decomposition_reruns_exactly_as_a_fresh_one() {
+        // what the three trends share (candidates::EtsStarts) must change no digit
+        let season = Season::new(23.7);
+        let y: Vec<f64> = (0..900)
+            .map(|t| {
+                5.0 + 0.01 * t as f64 + (t as f64 * 0.265).sin() + 0.1 * ((t * 7919) % 13) as f64
+            })
+            .collect();
+        let fit = fit(
+            &y[..700],
+            EtsSpec {
+                trend: Trend::Damped,
+                season,
+            },
+            30,
+        );
+        let window = &y[100..850];
+        let shared = Arc::new(Decomposition::of(window, season));
+        assert_eq!(fit.rerun(window), fit.rerun_from(window, shared.clone()));
+        let additive = fit_near(
+            &y[..700],
+            EtsSpec {
+                trend: Trend::Additive,
+                season,
+            },
+            15,
+            &fit,
+        );
+        let cold = fit_with(&y[..700], additive.spec, 15, Some(&fit.params), None);
+        assert_eq!(
+            additive, cold,
+            "the near fit's decomposition is the window's own"
+        );
+    }
+
+    #[test]
     fn a_warm_start_recovers_the_parameters_it_starts_from() {
         let spec = EtsSpec {
             trend: Trend::Damped,
