@@ -490,27 +490,14 @@ mod tests {
                 5.0 + 0.01 * t as f64 + (t as f64 * 0.265).sin() + 0.1 * ((t * 7919) % 13) as f64
             })
             .collect();
-        let fit = fit(
-            &y[..700],
-            EtsSpec {
-                trend: Trend::Damped,
-                season,
-            },
-            30,
-        );
+        let spec = |trend| EtsSpec { trend, season };
+        let train = &y[..700];
+        let fit = fit(train, spec(Trend::Damped), 30);
         let window = &y[100..850];
         let shared = Arc::new(Decomposition::of(window, season));
-        assert_eq!(fit.rerun(window), fit.rerun_from(window, shared.clone()));
-        let additive = fit_near(
-            &y[..700],
-            EtsSpec {
-                trend: Trend::Additive,
-                season,
-            },
-            15,
-            &fit,
-        );
-        let cold = fit_with(&y[..700], additive.spec, 15, Some(&fit.params), None);
+        assert_eq!(fit.rerun(window), fit.rerun_from(window, shared));
+        let additive = fit_near(train, spec(Trend::Additive), 15, &fit);
+        let cold = fit_with(train, additive.spec, 15, Some(&fit.params), None);
         assert_eq!(
             additive, cold,
             "the near fit's decomposition is the window's own"
