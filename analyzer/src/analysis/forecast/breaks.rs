@@ -4,8 +4,7 @@
 //! the ramp before it with the drop itself, and extrapolates that mixture; the trend
 //! models are run on the data since the last break only ([`since_last_break`]).
 
-use std::sync::Mutex;
-
+use super::memo::Memo;
 use super::pinned::{run_by_chance, still_share, MIN_RUN};
 use crate::analysis::runs::{hold, runs};
 
@@ -30,21 +29,12 @@ pub fn trend_data(y: &[f64], h: usize) -> Option<&[f64]> {
 /// Where the current regimes of prefixes start, found once per prefix length and
 /// shared by the candidates (each forecasts from the same origins).
 #[derive(Debug, Default)]
-pub struct Regimes(Mutex<Vec<(usize, usize)>>);
+pub struct Regimes(Memo<usize, usize>);
 
 impl Regimes {
     /// The part of `y` (a prefix of the series) after its last break.
     pub fn current<'a>(&self, y: &'a [f64]) -> &'a [f64] {
-        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let start = match known.iter().find(|(n, _)| *n == y.len()) {
-            Some(&(_, start)) => start,
-            None => {
-                let start = regime_start(y);
-                known.push((y.len(), start));
-                start
-            }
-        };
-        &y[start..]
+        &y[self.0.get_or(y.len(), || regime_start(y))..]
     }
 }
 

@@ -6,13 +6,14 @@
 //! origins costs a pass over the data each, not an optimisation each. Adding a model
 //! is one `impl` and one line in [`build`].
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use super::breaks::{carries_trend, shorter, Regimes, MIN_SEGMENT};
 use super::decompose::{Scale, Seasonals};
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
 use super::logscale::LogDecomposed;
+use super::memo::Memo;
 use super::pinned::{trailing_run, MIN_RUN};
 
 /// Evaluations the optimiser may spend per ETS model.
@@ -195,10 +196,7 @@ pub struct Ets(pub EtsFit, pub Arc<Regimes>, pub Arc<EtsStarts>);
 /// forecast from and of the window run over: the three trends share the season and the
 /// windows, so each window is decomposed once instead of three times.
 #[derive(Debug, Default)]
-pub struct EtsStarts(Mutex<Vec<(WindowKey, Arc<ets::Decomposition>)>>);
-
-/// A window by the length of the prefix it ends and its own length.
-type WindowKey = (usize, usize);
+pub struct EtsStarts(Memo<(usize, usize), Arc<ets::Decomposition>>);
 
 impl EtsStarts {
     /// The decomposition of `window` (a suffix of a prefix of `prefix_len` steps).
@@ -208,14 +206,9 @@ impl EtsStarts {
         window: &[f64],
         season: Option<Season>,
     ) -> Arc<ets::Decomposition> {
-        let key = (prefix_len, window.len());
-        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, d)) = known.iter().find(|(k, _)| *k == key) {
-            return d.clone();
-        }
-        let d = Arc::new(ets::Decomposition::of(window, season));
-        known.push((key, d.clone()));
-        d
+        self.0.get_or((prefix_len, window.len()), || {
+            Arc::new(ets::Decomposition::of(window, season))
+        })
     }
 }
 
@@ -254,7 +247,7 @@ impl Candidate for Ets {
             y
         };
         let start = self.2.get(prefix_len, y, spec.season);
-        let (point, var) = self.0.rerun_from(y, start).forecast(h);
+        let (point, var) = self.0.rerun_from(y, &start).forecast(h);
         Path { point, var }
     }
 }
@@ -262,7 +255,7 @@ impl Candidate for Ets {
 /// Decompositions by prefix length, shared by the candidates that decompose the same
 /// way, so that each origin is decomposed once; the prefixes' regimes are shared with
 /// every candidate.
-pub struct DecompositionCache(Mutex<Vec<(usize, Arc<Split>)>>, Arc<Regimes>, Scale);
+pub struct DecompositionCache(Memo<usize, Arc<Split>>, Arc<Regimes>, Scale);
 
 /// A decomposition and the series adjusted by it.
 type Split = (Seasonals, Vec<f64>);
@@ -270,23 +263,18 @@ type Split = (Seasonals, Vec<f64>);
 impl DecompositionCache {
     /// An empty cache for prefixes whose regimes are `regimes`, decomposed on `scale`.
     pub fn new(regimes: Arc<Regimes>, scale: Scale) -> Self {
-        Self(Mutex::default(), regimes, scale)
+        Self(Memo::default(), regimes, scale)
     }
 
     /// The seasonals of `y` (of its part since the last break, where that holds three of
     /// the longest cycles) on the cache's scale, and that part adjusted by them.
     fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
-        let mut cache = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let key = y.len();
-        if let Some((_, d)) = cache.iter().find(|(n, _)| *n == key) {
-            return d.clone();
-        }
-        let y = self.2.of(profile_part(&self.1, y, seasons));
-        let seasonals = Seasonals::of(&y, seasons);
-        let adjusted = seasonals.adjust(&y);
-        let d = Arc::new((seasonals, adjusted));
-        cache.push((key, d.clone()));
-        d
+        self.0.get_or(y.len(), || {
+            let y = self.2.of(profile_part(&self.1, y, seasons));
+            let seasonals = Seasonals::of(&y, seasons);
+            let adjusted = seasonals.adjust(&y);
+            Arc::new((seasonals, adjusted))
+        })
     }
 }
 
@@ -408,6 +396,7 @@ pub fn build(
     // the additive one: each nests the one before, so a short search from there does
     // what a full one from cold starts would, at less than half the evaluations.
     let starts = Arc::new(EtsStarts::default());
+    let start = starts.get(train.len(), train, dominant);
     let mut previous: Option<EtsFit> = None;
     for trend in [Trend::None, Trend::Additive, Trend::Damped] {
         let spec = EtsSpec {
@@ -415,8 +404,8 @@ pub fn build(
             season: dominant,
         };
         let fit = match &previous {
-            None => ets::fit(train, spec, MAX_EVALS),
-            Some(near) => ets::fit_near(train, spec, WARM_EVALS, near),
+            None => ets::fit_from(train, spec, MAX_EVALS, &start, None),
+            Some(near) => ets::fit_from(train, spec, WARM_EVALS, &start, Some(near)),
         };
         previous = Some(fit.clone());
         out.push(Box::new(Ets(fit, regimes.clone(), starts.clone())));
@@ -439,9 +428,10 @@ pub fn build(
 
 /// Steps a model with fixed parameters re-runs its states over, at least: more than
 /// the optimiser's [`ets::OPTIMISE_POINTS`], because the initial states come from a
-/// decomposition of these steps, and a seasonal profile estimated on four weeks of
-/// hourly data forecast better than on three (the hourly classes of the evaluation
-/// set, `docs/validation/analyzer/forecast-eval-session15.md`) at no measurable cost.
+/// decomposition of these steps: a seasonal profile estimated on four weeks of hourly
+/// data forecast the day+week class better than on three (the multiplicative class a
+/// little worse; `docs/validation/analyzer/forecast-eval-session15.md`, section 2), at
+/// no measurable cost.
 pub const RERUN_POINTS: usize = 768;
 
 /// The last [`RERUN_POINTS`] values of `y`, or `at_least` if more: a model with fixed

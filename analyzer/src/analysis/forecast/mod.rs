@@ -26,6 +26,7 @@ pub mod lag;
 pub mod lattice;
 pub mod linear;
 pub mod logscale;
+pub mod memo;
 pub mod nested;
 pub mod optimize;
 pub mod pinned;
