@@ -20,7 +20,7 @@ use poolprof_analyzer::series::Series;
 use crate::evalset::{case, Case, CLASSES};
 
 /// Seed of series `i` of a set.
-fn seed(base: u64, i: usize) -> u64 {
+pub(crate) fn seed(base: u64, i: usize) -> u64 {
     base.wrapping_mul(0x9e37_79b9_7f4a_7c15)
         .wrapping_add(i as u64)
 }

@@ -8,6 +8,8 @@
 //! with the development or the reporting seed set.
 //! `dump FILE [--series N]`: the first N pool series as raw little-endian f64 rows,
 //! for `peer.py`.
+//! `forecast-fresh [--seed S] [--per-class N]`: the forecast scoring of `forecast-eval`
+//! on the independent second set ([`freshset`]).
 
 #[path = "../../../analyzer/tests/synthetic/mod.rs"]
 mod synthetic;
@@ -18,6 +20,7 @@ mod detection;
 mod engines;
 mod evalset;
 mod fcast_eval;
+mod freshset;
 mod impulsive;
 mod inputs;
 mod profile;
@@ -69,6 +72,11 @@ fn main() {
                 flag(&args, "--threads", 2),
             );
         }
+        Some("forecast-fresh") => freshset::run(
+            flag(&args, "--seed", 1) as u64,
+            flag(&args, "--per-class", 40),
+            flag(&args, "--threads", 2),
+        ),
         Some("forecast-recorded") => {
             let dirs: Vec<String> = args[1..]
                 .iter()
@@ -87,7 +95,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-recorded DIR... [--threads T]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T]");
             std::process::exit(2);
         }
     }
