@@ -83,15 +83,20 @@ fn cases_of(points: &[(f64, f64)], season: Option<usize>, group: usize) -> Vec<(
             let filled = grid[..origin].to_vec();
             let future = grid[origin..origin + HORIZON].to_vec();
             let flat = filled.iter().chain(&future).all(|v| *v == filled[0]);
-            (!flat && history.len() >= 4 * HORIZON).then(|| (k, Case {
-                class: GROUPS[group],
-                step: 1.0,
-                seasons: season.into_iter().filter(|_| group != 2).collect(),
-                history,
-                filled,
-                future,
-                siblings: Vec::new(),
-            }))
+            (!flat && history.len() >= 4 * HORIZON).then(|| {
+                (
+                    k,
+                    Case {
+                        class: GROUPS[group],
+                        step: 1.0,
+                        seasons: season.into_iter().filter(|_| group != 2).collect(),
+                        history,
+                        filled,
+                        future,
+                        siblings: Vec::new(),
+                    },
+                )
+            })
         })
         .collect()
 }
