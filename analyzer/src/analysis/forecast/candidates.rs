@@ -371,11 +371,13 @@ impl Candidate for Decomposed {
 /// The candidates for `train` (scaled to ±1) with `seasons` (each fits twice in
 /// `train`): naive, seasonal-naive and the seasonal median per season, the median of
 /// the last `recent` values, the line, ETS with the `dominant` season
-/// (or none) and trend none / additive / damped, and with any season the decomposition
-/// by all of them with ETS(A,N,N) or Theta.
+/// (or none) and trend none / additive / damped, and with any of the `decomposed`
+/// seasons (a subset of `seasons`) the decomposition by all of those with ETS(A,N,N)
+/// or Theta.
 pub fn build(
     train: &[f64],
     seasons: &[Season],
+    decomposed: &[Season],
     dominant: Option<Season>,
     recent: usize,
 ) -> Vec<Box<dyn Candidate>> {
@@ -410,14 +412,14 @@ pub fn build(
         previous = Some(fit.clone());
         out.push(Box::new(Ets(fit, regimes.clone(), starts.clone())));
     }
-    if !seasons.is_empty() {
+    if !decomposed.is_empty() {
         let cache = Arc::new(DecompositionCache::new(regimes.clone(), Scale::Linear));
-        let level = Decomposed::build(train, seasons, cache);
+        let level = Decomposed::build(train, decomposed, cache);
         let theta = level.with_theta();
         out.push(Box::new(level));
         out.push(Box::new(theta));
         // the same in logs, for a positive series whose profile scales with its level
-        if let Some(log) = LogDecomposed::build(train, seasons, regimes.clone()) {
+        if let Some(log) = LogDecomposed::build(train, decomposed, regimes.clone()) {
             let theta = log.with_theta();
             out.push(Box::new(log));
             out.push(Box::new(theta));

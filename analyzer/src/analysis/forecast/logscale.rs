@@ -169,7 +169,7 @@ mod tests {
         assert!(worst < 0.06, "worst relative error {worst}");
         // the additive decomposition averages the month's swings (0.8 x the mean
         // level, about 14.4) where the last day swings 0.8 x 20
-        let all = super::super::candidates::build(train, &day, Some(day[0]), 48);
+        let all = super::super::candidates::build(train, &day, &day, Some(day[0]), 48);
         let additive = all
             .iter()
             .find(|c| c.name() == "mstl(24)+ets(A,N,N)")

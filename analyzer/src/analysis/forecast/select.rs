@@ -53,6 +53,20 @@ fn plan(n: usize, h: usize, seasons: &[Season]) -> Option<(Origins, Vec<Season>)
     }
 }
 
+/// The seasons of `kept` that the decompositions model: the detected ones, and those
+/// a window of `narrow` steps (sized by the detected seasons) would have kept. A
+/// season that needs a longer window, such as an undetected day at one minute, is
+/// offered to seasonal-naive and the seasonal median only: in `speed ours` (10,000
+/// series of a week at one minute) the longer window decomposed cost a third more time,
+/// not decomposed 5% (`docs/validation/analyzer/forecast-eval-session16.md`).
+fn decomposed(kept: &[Season], detected: &[Season], narrow: usize, h: usize) -> Vec<Season> {
+    let held = plan(narrow, h, kept).map(|(_, s)| s).unwrap_or_default();
+    kept.iter()
+        .copied()
+        .filter(|s| detected.contains(s) || held.contains(s))
+        .collect()
+}
+
 /// Forecasts `y` by the candidate (or mean of three) with the lowest validation error.
 /// The detected or given `seasons` (the first is ETS's season) size the window; the
 /// rest (tentative, calendar) are modelled where they fit in it.
@@ -72,14 +86,22 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         .then(|| held::cut_held(y, cut_longest, cut_period))
         .flatten()
         .filter(|cut| fits(cut.len(), cut_longest));
-    let y = window(
-        resumed.as_deref().unwrap_or(y),
-        detected_seasons,
-        validation::ORIGINS * h,
-    );
+    let y = resumed.as_deref().unwrap_or(y);
+    let validate = validation::ORIGINS * h;
+    // Where no season was detected or given, the window holds the calendar's too, so
+    // that validation can try an undetected day of 1 min data (1,440 steps); the
+    // decompositions model only the seasons the narrower window holds (`decomposed`).
+    let narrow = window(y, detected_seasons, validate).len();
+    let sized_by = if detected_seasons.is_empty() {
+        seasons.all()
+    } else {
+        detected_seasons
+    };
+    let y = window(y, sized_by, validate);
     let Some((origins, seasons)) = plan(y.len(), h, seasons.all()) else {
         return forecast_by_aicc(y, dominant, h);
     };
+    let decomposed = decomposed(&seasons, detected_seasons, narrow, h);
     let train = &y[..origins.at[0]];
     let bounds = Bounds::of(y);
     let post = |p: &mut Path| p.point.iter_mut().for_each(|v| *v = bounds.clamp(*v));
@@ -89,7 +111,7 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let all: Vec<Box<dyn Candidate>> = if pinned {
         vec![Box::new(candidates::Naive)]
     } else {
-        candidates::build(train, &seasons, dominant, origins.steps)
+        candidates::build(train, &seasons, &decomposed, dominant, origins.steps)
     };
     let choice = validation::choose(y, &all, &origins, &post);
     let hedged = !pinned && hedge::worth_it(y, &choice, &origins, &post);
@@ -226,6 +248,7 @@ mod tests {
     use super::*;
     use crate::analysis::fixtures::{forecast_steps, Noise};
     use crate::analysis::forecast::{forecast, ForecastConfig, PeriodChoice};
+    use crate::analysis::periodicity::PeriodConfig;
     use crate::series::Series;
 
     fn hourly(day: impl Fn(usize) -> f64, n: usize, noise: f64, seed: u64) -> Vec<f64> {
@@ -252,6 +275,48 @@ mod tests {
     }
 
     #[test]
+    fn an_undetected_day_of_one_minute_data_is_still_validated() {
+        // three days and five hours at 1 min of a daily load that stops for up to an
+        // hour at random times: too few cycles for the detector, but a day is still the calendar's
+        // season, and the window must hold three of them for validation to try it
+        let mut e = Noise(11);
+        let day = |t: usize| 50.0 + 20.0 * (2.0 * std::f64::consts::PI * t as f64 / 1440.0).sin();
+        let n = 3 * 1440 + 300;
+        let mut outage = 0usize;
+        let y: Vec<f64> = (0..n)
+            .map(|t| {
+                if outage == 0 && e.uniform() < 1.0 / 600.0 {
+                    outage = 5 + (e.uniform() * 55.0) as usize;
+                }
+                if outage > 0 {
+                    outage -= 1;
+                    0.0
+                } else {
+                    day(t) + 2.0 * e.normal()
+                }
+            })
+            .collect();
+        let none = PeriodConfig::default();
+        assert!(
+            crate::analysis::periodicity::detect_on_grid(&y, 60.0, &none)
+                .periods()
+                .is_empty(),
+            "the detector finds no period in three cycles"
+        );
+        let f = forecast_steps(&y, 60.0, 360);
+        assert_eq!(f.period_seconds, Some(86_400.0), "{}", f.model);
+        let mae = |p: &[f64]| super::super::resume_tests::mae_from(p, n, day);
+        let naive = vec![y[n - 1]; 360];
+        assert!(
+            mae(&f.point) < 0.5 * mae(&naive),
+            "{}: {} against naive's {}",
+            f.model,
+            mae(&f.point),
+            mae(&naive)
+        );
+    }
+
+    #[test]
     fn the_choice_never_lost_to_seasonal_naive_in_validation() {
         let series: Vec<Vec<f64>> = vec![
             hourly(|t| (t as f64 * 0.26).sin() * 3.0 + 10.0, 600, 1.0, 1),
@@ -274,7 +339,7 @@ mod tests {
         for (k, y) in series.iter().enumerate() {
             let (origins, seasons) = plan(y.len(), 48, &[season]).unwrap();
             let train = &y[..origins.at[0]];
-            let all = candidates::build(train, &seasons, seasons.first().copied(), 48);
+            let all = candidates::build(train, &seasons, &seasons, seasons.first().copied(), 48);
             let choice = validation::choose(y, &all, &origins, &|_| {});
             for (i, c) in all.iter().enumerate() {
                 if c.name().starts_with("snaive") {
