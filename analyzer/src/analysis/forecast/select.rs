@@ -33,10 +33,20 @@ fn window<'a>(y: &'a [f64], seasons: &[Season], validate: usize) -> &'a [f64] {
 /// Origins whose training data holds two cycles of every season kept, and the seasons
 /// kept: the longest are given up, one by one, when no origin leaves room for them.
 fn plan(n: usize, h: usize, seasons: &[Season]) -> Option<(Origins, Vec<Season>)> {
+    plan_cycles(n, h, seasons, 2.0)
+}
+
+/// [`plan`] with `cycles` of every season kept in each origin's training data.
+fn plan_cycles(
+    n: usize,
+    h: usize,
+    seasons: &[Season],
+    cycles: f64,
+) -> Option<(Origins, Vec<Season>)> {
     let mut kept: Vec<Season> = seasons.to_vec();
     loop {
         let longest = kept.iter().map(|s| s.period()).fold(0.0, f64::max);
-        let need = MIN_TRAIN.max((2.0 * longest).ceil() as usize + 2);
+        let need = MIN_TRAIN.max((cycles * longest).ceil() as usize + 2);
         if let Some(o) = Origins::plan(n, h, need) {
             return Some((o, kept));
         }
@@ -50,6 +60,28 @@ fn plan(n: usize, h: usize, seasons: &[Season]) -> Option<(Origins, Vec<Season>)
             .map(|(i, _)| i)
             .expect("a season");
         kept.remove(at);
+    }
+}
+
+/// [`plan`], but where no season was detected or given and the calendar's do not all
+/// fit, with one cycle of each in the training data instead of two: seasonal-naive
+/// and the seasonal median need no more, and two days of 1 min data (a day detected
+/// in neither, too few cycles) are then forecast by their day where it validates. The
+/// decompositions still need two cycles ([`decomposed`]).
+fn plan_offered(
+    n: usize,
+    h: usize,
+    offered: &[Season],
+    detected: &[Season],
+) -> Option<(Origins, Vec<Season>)> {
+    let planned = plan(n, h, offered);
+    let short = planned
+        .as_ref()
+        .is_none_or(|(_, kept)| kept.len() < offered.len());
+    if detected.is_empty() && short {
+        plan_cycles(n, h, offered, 1.0).or(planned)
+    } else {
+        planned
     }
 }
 
@@ -68,8 +100,9 @@ fn decomposed(kept: &[Season], detected: &[Season], narrow: usize, h: usize) -> 
 }
 
 /// Forecasts `y` by the candidate (or mean of three) with the lowest validation error.
-/// The detected or given `seasons` (the first is ETS's season) size the window; the
-/// rest (tentative, calendar) are modelled where they fit in it.
+/// The detected or given `seasons` (the first is ETS's season) size the window, or all
+/// of them where none was detected or given; the rest (tentative, calendar) are
+/// modelled where they fit in it.
 pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let detected_seasons = seasons.detected();
     let dominant = seasons.dominant();
@@ -98,7 +131,7 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         detected_seasons
     };
     let y = window(y, sized_by, validate);
-    let Some((origins, seasons)) = plan(y.len(), h, seasons.all()) else {
+    let Some((origins, seasons)) = plan_offered(y.len(), h, seasons.all(), detected_seasons) else {
         return forecast_by_aicc(y, dominant, h);
     };
     let decomposed = decomposed(&seasons, detected_seasons, narrow, h);
@@ -277,11 +310,12 @@ mod tests {
     #[test]
     fn an_undetected_day_of_one_minute_data_is_still_validated() {
         // three days and five hours at 1 min of a daily load that stops for up to an
-        // hour at random times: too few cycles for the detector, but a day is still the calendar's
-        // season, and the window must hold three of them for validation to try it
+        // hour at random times: too few cycles for the detector, but a day is still the
+        // calendar's season, and the window must hold three of them for validation
+        let days = 3;
         let mut e = Noise(11);
         let day = |t: usize| 50.0 + 20.0 * (2.0 * std::f64::consts::PI * t as f64 / 1440.0).sin();
-        let n = 3 * 1440 + 300;
+        let n = days * 1440 + 300;
         let mut outage = 0usize;
         let y: Vec<f64> = (0..n)
             .map(|t| {
@@ -304,16 +338,32 @@ mod tests {
             "the detector finds no period in three cycles"
         );
         let f = forecast_steps(&y, 60.0, 360);
-        assert_eq!(f.period_seconds, Some(86_400.0), "{}", f.model);
+        assert_eq!(f.period_seconds, Some(86_400.0), "{days} days: {}", f.model);
         let mae = |p: &[f64]| super::super::resume_tests::mae_from(p, n, day);
         let naive = vec![y[n - 1]; 360];
         assert!(
             mae(&f.point) < 0.5 * mae(&naive),
-            "{}: {} against naive's {}",
+            "{days} days, {}: {} against naive's {}",
             f.model,
             mae(&f.point),
             mae(&naive)
         );
+    }
+
+    #[test]
+    fn two_days_validate_an_undetected_day_on_one_cycle() {
+        // 1 min, two days and five hours, 6 h ahead: no origin leaves two days before
+        // it, each leaves a day; only where nothing was detected
+        let day = Season::new(1440.0).unwrap();
+        let n = 2 * 1440 + 300;
+        assert_eq!(plan(n, 360, &[day]).map(|(_, kept)| kept), Some(vec![]));
+        let (origins, kept) = plan_offered(n, 360, &[day], &[]).expect("origins");
+        assert_eq!(kept, vec![day]);
+        assert!(origins.at.iter().all(|&o| o >= 1440), "{:?}", origins.at);
+        let detected = [Season::new(60.0).unwrap()];
+        let offered = [detected[0], day];
+        let (_, kept) = plan_offered(n, 360, &offered, &detected).expect("origins");
+        assert_eq!(kept, detected, "a detected season keeps two cycles");
     }
 
     #[test]
