@@ -20,7 +20,7 @@ use poolprof_analyzer::series::Series;
 use crate::evalset::{case, Case, CLASSES};
 
 /// Seed of series `i` of a set.
-pub(crate) fn seed(base: u64, i: usize) -> u64 {
+fn seed(base: u64, i: usize) -> u64 {
     base.wrapping_mul(0x9e37_79b9_7f4a_7c15)
         .wrapping_add(i as u64)
 }
@@ -114,16 +114,27 @@ struct Acc {
 /// Scores every method on `per_class` series of each class (seed base `base`).
 pub fn run(base: u64, per_class: usize, peer: Option<&str>, threads: usize) {
     let peer = peer.map(read_peer);
-    // EVAL_CLASS=k scores class k only (a development aid)
+    let cases = cases(CLASSES.len(), base, per_class, case);
+    let title = format!("seed base {base}, {per_class} series per class");
+    evaluate(&title, &CLASSES, &cases, peer.as_ref(), threads);
+}
+
+/// `per_class` cases of each of `classes` classes drawn by `case` (class, seed) from
+/// seed base `base`, as (class index, series index, case); `EVAL_CLASS=k` keeps class
+/// k only (a development aid).
+pub(crate) fn cases(
+    classes: usize,
+    base: u64,
+    per_class: usize,
+    case: impl Fn(usize, u64) -> Case + Copy,
+) -> Vec<(usize, usize, Case)> {
     let only: Option<usize> = std::env::var("EVAL_CLASS")
         .ok()
         .and_then(|v| v.parse().ok());
-    let cases: Vec<(usize, usize, Case)> = (0..CLASSES.len())
+    (0..classes)
         .filter(|c| only.is_none_or(|o| o == *c))
         .flat_map(|c| (0..per_class).map(move |i| (c, i, case(c, seed(base, i)))))
-        .collect();
-    let title = format!("seed base {base}, {per_class} series per class");
-    evaluate(&title, &CLASSES, &cases, peer.as_ref(), threads);
+        .collect()
 }
 
 /// Scores every method on `cases` (class index, series index, case) and prints the

@@ -42,7 +42,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::evalset::{fill, Case};
-use crate::fcast_eval::{evaluate, seed};
+use crate::fcast_eval::{cases, evaluate};
 
 /// The classes, in table order.
 pub const CLASSES: [&str; 8] = [
@@ -59,13 +59,7 @@ pub const CLASSES: [&str; 8] = [
 /// Scores `per_class` series of each class (seed base `base`) with the shared scoring;
 /// `EVAL_CLASS=k` keeps class k only.
 pub fn run(base: u64, per_class: usize, threads: usize) {
-    let only: Option<usize> = std::env::var("EVAL_CLASS")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    let cases: Vec<(usize, usize, Case)> = (0..CLASSES.len())
-        .filter(|c| only.is_none_or(|o| o == *c))
-        .flat_map(|c| (0..per_class).map(move |i| (c, i, case(c, seed(base, i)))))
-        .collect();
+    let cases = cases(CLASSES.len(), base, per_class, case);
     let title = format!("fresh set, seed base {base}, {per_class} series per class");
     evaluate(&title, &CLASSES, &cases, None, threads);
 }
