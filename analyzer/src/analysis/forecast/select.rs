@@ -65,8 +65,8 @@ fn plan_cycles(
 
 /// [`plan`], but where no season was detected or given and the calendar's do not all
 /// fit, with one cycle of each in the training data instead of two: seasonal-naive
-/// and the seasonal median need no more, and two days of 1 min data (a day detected
-/// in neither, too few cycles) are then forecast by their day where it validates. The
+/// and the seasonal median need no more, so two days of 1 min data, too few cycles for
+/// the detector to find the day, are forecast by their day where it validates. The
 /// decompositions still need two cycles ([`decomposed`]).
 fn plan_offered(
     n: usize,
