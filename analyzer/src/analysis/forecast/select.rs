@@ -67,7 +67,7 @@ fn plan_cycles(
 /// fit, with one cycle of each in the training data instead of two: seasonal-naive
 /// and the seasonal median need no more, so two days of 1 min data, too few cycles for
 /// the detector to find the day, are forecast by their day where it validates. The
-/// decompositions still need two cycles ([`decomposed`]).
+/// decompositions still need two cycles (`decomposed` in [`forecast_validated`]).
 fn plan_offered(
     n: usize,
     h: usize,
@@ -75,28 +75,13 @@ fn plan_offered(
     detected: &[Season],
 ) -> Option<(Origins, Vec<Season>)> {
     let planned = plan(n, h, offered);
-    let short = planned
-        .as_ref()
-        .is_none_or(|(_, kept)| kept.len() < offered.len());
-    if detected.is_empty() && short {
-        plan_cycles(n, h, offered, 1.0).or(planned)
-    } else {
-        planned
+    if !detected.is_empty() {
+        return planned;
     }
-}
-
-/// The seasons of `kept` that the decompositions model: the detected ones, and those
-/// a window of `narrow` steps (sized by the detected seasons) would have kept. A
-/// season that needs a longer window, such as an undetected day at one minute, is
-/// offered to seasonal-naive and the seasonal median only: in `speed ours` (10,000
-/// series of a week at one minute) the longer window decomposed cost a third more time,
-/// not decomposed 5% (`docs/validation/analyzer/forecast-eval-session16.md`).
-fn decomposed(kept: &[Season], detected: &[Season], narrow: usize, h: usize) -> Vec<Season> {
-    let held = plan(narrow, h, kept).map(|(_, s)| s).unwrap_or_default();
-    kept.iter()
-        .copied()
-        .filter(|s| detected.contains(s) || held.contains(s))
-        .collect()
+    match &planned {
+        Some((_, kept)) if kept.len() == offered.len() => planned,
+        _ => plan_cycles(n, h, offered, 1.0).or(planned),
+    }
 }
 
 /// Forecasts `y` by the candidate (or mean of three) with the lowest validation error.
@@ -123,7 +108,12 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let validate = validation::ORIGINS * h;
     // Where no season was detected or given, the window holds the calendar's too, so
     // that validation can try an undetected day of 1 min data (1,440 steps); the
-    // decompositions model only the seasons the narrower window holds (`decomposed`).
+    // decompositions model only the seasons that a window sized by the detected ones
+    // holds two cycles of (all of them where one was detected: the windows are the
+    // same). The others go to seasonal-naive and the seasonal median only: in `speed
+    // ours` (10,000 series of a week at 1 min) decomposing the wider window cost a
+    // third more time where every series got it, not decomposing it here 5%
+    // (`docs/validation/analyzer/forecast-eval-session16.md`, section 4).
     let narrow = window(y, detected_seasons, validate).len();
     let sized_by = if detected_seasons.is_empty() {
         seasons.all()
@@ -134,7 +124,7 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let Some((origins, seasons)) = plan_offered(y.len(), h, seasons.all(), detected_seasons) else {
         return forecast_by_aicc(y, dominant, h);
     };
-    let decomposed = decomposed(&seasons, detected_seasons, narrow, h);
+    let decomposed = plan(narrow, h, &seasons).map_or_else(Vec::new, |(_, held)| held);
     let train = &y[..origins.at[0]];
     let bounds = Bounds::of(y);
     let post = |p: &mut Path| p.point.iter_mut().for_each(|v| *v = bounds.clamp(*v));
