@@ -31,6 +31,7 @@ pub mod nested;
 pub mod optimize;
 pub mod pinned;
 pub mod resets;
+pub mod reshaped;
 #[cfg(test)]
 mod resume_tests;
 mod select;

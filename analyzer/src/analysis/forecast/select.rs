@@ -13,6 +13,7 @@ use super::intervals;
 use super::linear::LinearFit;
 use super::pinned;
 use super::resets::Resets;
+use super::reshaped;
 use super::validation::{self, Origins};
 use super::young;
 use super::{fits, Forecast, Seasons, FIT_POINTS};
@@ -181,6 +182,19 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         (path, model) = (p, name);
         post(&mut path);
     }
+    // A season whose last cycle took a shape validation never saw repeats that cycle.
+    let last_origin = origins.at[origins.at.len() - 1];
+    let reshaped = (!pinned && !resettled)
+        .then(|| reshaped::reshaped(y, &seasons, last_origin))
+        .flatten()
+        .map(|season| candidates::SeasonalNaive(season, None));
+    if let Some(snaive) = &reshaped {
+        (path, model) = (
+            snaive.forecast(y, h),
+            format!("reshaped({})", snaive.name()),
+        );
+        post(&mut path);
+    }
     match dominant {
         Some(season) => floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point),
         None => floor::snap_flat_to_floor(y, bounds.lower, &mut path.point),
@@ -211,10 +225,13 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     };
     let (mut lower_80, upper_80) = band(0.80, intervals::z(0.80));
     let (mut lower_95, upper_95) = band(0.95, intervals::z(0.95));
-    let period_seconds = members
-        .iter()
-        .find_map(|c| c.period())
-        .filter(|_| !resettled);
+    let period_seconds = match &reshaped {
+        Some(snaive) => snaive.period(),
+        None => members
+            .iter()
+            .find_map(|c| c.period())
+            .filter(|_| !resettled),
+    };
     // falls a forecast without a season does not time may come at any step
     if let Some(resets) = period_seconds.is_none().then(|| Resets::of(y)).flatten() {
         resets.lower_band(0.80, &mut lower_80);
@@ -394,6 +411,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_daily_shape_changed_a_day_ago_is_forecast_as_its_new_shape() {
+        // four weeks of a load that peaks at 13h; 30 hours before the end a moved job
+        // makes it peak at 2h instead, after the last validation origin (48 h back)
+        let bump = |peak: f64| {
+            move |t: usize| {
+                let d = ((t % 24) as f64 - peak).abs();
+                let d = d.min(24.0 - d);
+                10.0 + 8.0 * (-d * d / 8.0).exp()
+            }
+        };
+        let n = 24 * 28;
+        let (before, after) = (bump(13.0), bump(2.0));
+        let truth = |t: usize| if t < n - 30 { before(t) } else { after(t) };
+        let y = hourly(truth, n, 0.3, 5);
+        let f = forecast_steps(&y, 3600.0, 48);
+        let mae = super::super::resume_tests::mae_from(&f.point, n, truth);
+        assert!(f.model.starts_with("reshaped("), "{}", f.model);
+        assert_eq!(f.period_seconds, Some(86_400.0));
+        // the old shape errs by about 3 on average; the new one by its noise
+        assert!(mae < 0.6, "{}: {mae}", f.model);
     }
 
     #[test]
