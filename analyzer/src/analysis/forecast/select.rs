@@ -64,11 +64,14 @@ fn plan_cycles(
     }
 }
 
-/// [`plan`], but where no season was detected or given and the calendar's do not all
-/// fit, with one cycle of each in the training data instead of two: seasonal-naive
-/// and the seasonal median need no more, so two days of 1 min data, too few cycles for
-/// the detector to find the day, are forecast by their day where it validates. The
-/// decompositions still need two cycles (`decomposed` in [`forecast_validated`]).
+/// [`plan`], but where no season was detected or given, with one cycle of each in the
+/// training data instead of two where that keeps more of the calendar's seasons, or as
+/// many and more origins: seasonal-naive and the seasonal median need no more. Two days
+/// of 1 min data, too few cycles for the detector to find the day, are then forecast by
+/// their day where it validates, and two and a half days are validated on a whole day
+/// (four origins of 6 h), not on the quiet half that two origins may cover, where
+/// holding the last value wins. The decompositions still need two cycles (`decomposed`
+/// in [`forecast_validated`]).
 fn plan_offered(
     n: usize,
     h: usize,
@@ -79,9 +82,12 @@ fn plan_offered(
     if !detected.is_empty() {
         return planned;
     }
-    match &planned {
-        Some((_, kept)) if kept.len() == offered.len() => planned,
-        _ => plan_cycles(n, h, offered, 1.0).or(planned),
+    let reach = |p: &Option<(Origins, Vec<Season>)>| p.as_ref().map(|(o, k)| (k.len(), o.at.len()));
+    let one_cycle = plan_cycles(n, h, offered, 1.0);
+    if reach(&one_cycle) > reach(&planned) {
+        one_cycle
+    } else {
+        planned
     }
 }
 
@@ -371,6 +377,53 @@ mod tests {
         let offered = [detected[0], day];
         let (_, kept) = plan_offered(n, 360, &offered, &detected).expect("origins");
         assert_eq!(kept, detected, "a detected season keeps two cycles");
+    }
+
+    #[test]
+    fn validation_covers_a_whole_undetected_day_rather_than_its_quiet_half() {
+        // 1 min, two days and 14.5 hours, 6 h ahead: two cycles before an origin leave
+        // room for two origins only (12 h, the day's quiet half), one cycle for four
+        let day = Season::new(1440.0).unwrap();
+        let n = 2 * 1440 + 872;
+        let (two, _) = plan(n, 360, &[day]).expect("origins");
+        assert_eq!(two.at.len(), 2);
+        let (origins, kept) = plan_offered(n, 360, &[day], &[]).expect("origins");
+        assert_eq!((origins.at.len(), kept), (4, vec![day]));
+        // a request rate busy in the morning and flat for the 12 hours before the end,
+        // with outages the detector does not see through; the forecast is the morning
+        let phase = |t: usize| (t + 1440 - n % 1440) % 1440;
+        let truth = |t: usize| {
+            let p = phase(t) as f64;
+            if p < 720.0 {
+                50.0 + 200.0 * (std::f64::consts::PI * p / 720.0).sin()
+            } else {
+                50.0
+            }
+        };
+        let mut e = Noise(5);
+        let mut outage = 0usize;
+        let y: Vec<f64> = (0..n)
+            .map(|t| {
+                if outage == 0 && e.uniform() < 1.0 / 400.0 {
+                    outage = 5 + (e.uniform() * 55.0) as usize;
+                }
+                if outage > 0 {
+                    outage -= 1;
+                    0.0
+                } else {
+                    truth(t) + 10.0 * e.normal()
+                }
+            })
+            .collect();
+        let f = forecast_steps(&y, 60.0, 360);
+        let mae = |p: &[f64]| super::super::resume_tests::mae_from(p, n, truth);
+        let naive = mae(&vec![y[n - 1]; 360]);
+        assert!(
+            mae(&f.point) < 0.5 * naive,
+            "{}: {} vs naive {naive}",
+            f.model,
+            mae(&f.point)
+        );
     }
 
     #[test]
