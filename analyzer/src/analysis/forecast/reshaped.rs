@@ -32,7 +32,8 @@ pub const NOVELTY: f64 = 3.0;
 pub const MIN_REFERENCES: usize = 4;
 
 /// The longest of `seasons` whose cycle fits after `last_origin` (the last validation
-/// origin), if its last cycle of `y` is a new shape that began after that origin.
+/// origin), if the last cycle of `y`, and its last third, are unlike every one of the
+/// [`LOOKBACK`] cycles before that origin: a shape validation has not seen.
 pub fn reshaped(y: &[f64], seasons: &[Season], last_origin: usize) -> Option<Season> {
     if moves_in_steps(y) {
         return None;
@@ -49,9 +50,6 @@ pub fn reshaped(y: &[f64], seasons: &[Season], last_origin: usize) -> Option<Sea
 /// Whether the last cycle of `p` steps of `y`, and its last third, are new shapes
 /// next to the cycles before `last_origin`.
 fn is_reshaped(y: &[f64], p: usize, last_origin: usize) -> bool {
-    if p < 2 || y.len() - last_origin < p {
-        return false;
-    }
     let cycles = Cycles {
         y,
         p,

@@ -302,6 +302,32 @@ mod tests {
         (0..n).map(|t| day(t) + noise * e.normal()).collect()
     }
 
+    /// `truth` with normal noise of deviation `sd`, stopped at 0 for 5-60 steps at
+    /// random times (`rate` per step): a request rate with outages.
+    fn with_outages(
+        truth: impl Fn(usize) -> f64,
+        n: usize,
+        sd: f64,
+        rate: f64,
+        seed: u64,
+    ) -> Vec<f64> {
+        let mut e = Noise(seed);
+        let mut outage = 0usize;
+        (0..n)
+            .map(|t| {
+                if outage == 0 && e.uniform() < rate {
+                    outage = 5 + (e.uniform() * 55.0) as usize;
+                }
+                if outage > 0 {
+                    outage -= 1;
+                    0.0
+                } else {
+                    truth(t) + sd * e.normal()
+                }
+            })
+            .collect()
+    }
+
     #[test]
     fn a_day_and_a_week_are_both_forecast() {
         // hourly, four weeks: a daily wave, and weekends at a third of the weekday load
@@ -326,23 +352,9 @@ mod tests {
         // hour at random times: too few cycles for the detector, but a day is still the
         // calendar's season, and the window must hold three of them for validation
         let days = 3;
-        let mut e = Noise(11);
         let day = |t: usize| 50.0 + 20.0 * (2.0 * std::f64::consts::PI * t as f64 / 1440.0).sin();
         let n = days * 1440 + 300;
-        let mut outage = 0usize;
-        let y: Vec<f64> = (0..n)
-            .map(|t| {
-                if outage == 0 && e.uniform() < 1.0 / 600.0 {
-                    outage = 5 + (e.uniform() * 55.0) as usize;
-                }
-                if outage > 0 {
-                    outage -= 1;
-                    0.0
-                } else {
-                    day(t) + 2.0 * e.normal()
-                }
-            })
-            .collect();
+        let y = with_outages(day, n, 2.0, 1.0 / 600.0, 11);
         let none = PeriodConfig::default();
         assert!(
             crate::analysis::periodicity::detect_on_grid(&y, 60.0, &none)
@@ -400,21 +412,7 @@ mod tests {
                 50.0
             }
         };
-        let mut e = Noise(5);
-        let mut outage = 0usize;
-        let y: Vec<f64> = (0..n)
-            .map(|t| {
-                if outage == 0 && e.uniform() < 1.0 / 400.0 {
-                    outage = 5 + (e.uniform() * 55.0) as usize;
-                }
-                if outage > 0 {
-                    outage -= 1;
-                    0.0
-                } else {
-                    truth(t) + 10.0 * e.normal()
-                }
-            })
-            .collect();
+        let y = with_outages(truth, n, 10.0, 1.0 / 400.0, 5);
         let f = forecast_steps(&y, 60.0, 360);
         let mae = |p: &[f64]| super::super::resume_tests::mae_from(p, n, truth);
         let naive = mae(&vec![y[n - 1]; 360]);
