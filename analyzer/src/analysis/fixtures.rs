@@ -1,5 +1,5 @@
-//! Test inputs shared by the analyses' unit tests: a seeded noise stream, series recorded
-//! on the H100, and a forecast with the default settings.
+//! Test inputs shared by the analyses' unit tests: a seeded noise stream, an hourly daily
+//! shape, series recorded on the H100, and a forecast with the default settings.
 
 use crate::analysis::forecast::{forecast, Forecast, ForecastConfig};
 use crate::series::Series;
@@ -30,6 +30,16 @@ pub fn forecast_steps(y: &[f64], step: f64, h: usize) -> Forecast {
         ..ForecastConfig::default()
     };
     forecast(&Series::from_values(y, step), &config).expect("forecast")
+}
+
+/// An hourly load of 10 with a bump of 8 peaking at hour `peak` of the day (two hours
+/// wide): where the peak moves, the daily shape changes.
+pub fn daily_bump(peak: f64) -> impl Fn(usize) -> f64 {
+    move |t| {
+        let d = ((t % 24) as f64 - peak).abs();
+        let d = d.min(24.0 - d);
+        10.0 + 8.0 * (-d * d / 8.0).exp()
+    }
 }
 
 /// The first `n` samples of a series recorded on the H100

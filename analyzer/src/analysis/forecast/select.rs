@@ -164,17 +164,6 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         }
         path
     };
-    let mut path = forecast_choice(y, h);
-    let mut model = match members.as_slice() {
-        [one] => one.name(),
-        many => {
-            let names: Vec<String> = many.iter().map(|c| c.name()).collect();
-            format!("mean({})", names.join(", "))
-        }
-    };
-    if hedged {
-        model = format!("hedge({model})");
-    }
     // A regime that began after the last origin is validated again inside itself; not
     // where a season was detected, whose cycle no stretch shorter than it can judge.
     let young = (!pinned && dominant.is_none())
@@ -184,23 +173,22 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         young::forecast(y, start, h, young::settle(y, start, h, &forecast_choice))
     });
     let resettled = settled.is_some();
-    if let Some((p, name)) = settled {
-        (path, model) = (p, name);
-        post(&mut path);
-    }
     // A season whose last cycle took a shape validation never saw repeats that cycle.
     let last_origin = origins.at[origins.at.len() - 1];
     let reshaped = (!pinned && !resettled)
         .then(|| reshaped::reshaped(y, &seasons, last_origin))
         .flatten()
         .map(|season| candidates::SeasonalNaive(season, None));
-    if let Some(snaive) = &reshaped {
-        (path, model) = (
-            snaive.forecast(y, h),
-            format!("reshaped({})", snaive.name()),
-        );
-        post(&mut path);
-    }
+    let (mut path, model) = if let Some((mut p, name)) = settled {
+        post(&mut p);
+        (p, name)
+    } else if let Some(snaive) = &reshaped {
+        let mut p = snaive.forecast(y, h);
+        post(&mut p);
+        (p, format!("reshaped({})", snaive.name()))
+    } else {
+        (forecast_choice(y, h), choice_name(&members, hedged))
+    };
     match dominant {
         Some(season) => floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point),
         None => floor::snap_flat_to_floor(y, bounds.lower, &mut path.point),
@@ -255,6 +243,23 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     }
 }
 
+/// The name of a validated choice: its one model or the mean of its members, within
+/// `hedge(…)` where it was hedged.
+fn choice_name(members: &[&dyn Candidate], hedged: bool) -> String {
+    let model = match members {
+        [one] => one.name(),
+        many => {
+            let names: Vec<String> = many.iter().map(|c| c.name()).collect();
+            format!("mean({})", names.join(", "))
+        }
+    };
+    if hedged {
+        format!("hedge({model})")
+    } else {
+        model
+    }
+}
+
 /// Forecasts `y` by the lowest-AICc model: ETS with `season` (trend none, additive,
 /// damped) or the least-squares line; analytic normal intervals.
 pub fn forecast_by_aicc(y: &[f64], season: Option<Season>, h: usize) -> Forecast {
@@ -292,7 +297,7 @@ pub fn forecast_by_aicc(y: &[f64], season: Option<Season>, h: usize) -> Forecast
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::{forecast_steps, Noise};
+    use crate::analysis::fixtures::{daily_bump, forecast_steps, Noise};
     use crate::analysis::forecast::{forecast, ForecastConfig, PeriodChoice};
     use crate::analysis::periodicity::PeriodConfig;
     use crate::series::Series;
@@ -468,15 +473,8 @@ mod tests {
     fn a_daily_shape_changed_a_day_ago_is_forecast_as_its_new_shape() {
         // four weeks of a load that peaks at 13h; 30 hours before the end a moved job
         // makes it peak at 2h instead, after the last validation origin (48 h back)
-        let bump = |peak: f64| {
-            move |t: usize| {
-                let d = ((t % 24) as f64 - peak).abs();
-                let d = d.min(24.0 - d);
-                10.0 + 8.0 * (-d * d / 8.0).exp()
-            }
-        };
         let n = 24 * 28;
-        let (before, after) = (bump(13.0), bump(2.0));
+        let (before, after) = (daily_bump(13.0), daily_bump(2.0));
         let truth = |t: usize| if t < n - 30 { before(t) } else { after(t) };
         let y = hourly(truth, n, 0.3, 5);
         let f = forecast_steps(&y, 3600.0, 48);
