@@ -29,6 +29,7 @@ pub mod logscale;
 pub mod memo;
 pub mod nested;
 pub mod optimize;
+pub mod paused;
 pub mod pinned;
 pub mod resets;
 pub mod reshaped;

@@ -120,7 +120,7 @@ fn longest_pause(y: &[f64], longest: f64) -> usize {
 
 /// Whether most of the last `run` steps of `y`, a cycle of `m` steps earlier, sat on
 /// the value `y` ends on.
-fn sat_a_cycle_ago(y: &[f64], run: usize, m: f64) -> bool {
+pub(super) fn sat_a_cycle_ago(y: &[f64], run: usize, m: f64) -> bool {
     let (n, lag) = (y.len(), m.round() as usize);
     let last = y[n - 1];
     let same = (n - run..n)

@@ -11,6 +11,7 @@ use super::hedge;
 use super::held;
 use super::intervals;
 use super::linear::LinearFit;
+use super::paused::Pause;
 use super::pinned;
 use super::resets::Resets;
 use super::reshaped;
@@ -179,7 +180,21 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         .then(|| reshaped::reshaped(y, &seasons, last_origin))
         .flatten()
         .map(|season| candidates::SeasonalNaive(season, None));
-    let (mut path, model) = if let Some((mut p, name)) = settled {
+    // A series in one of its usual pauses comes back from it as it did before.
+    let periods: Vec<f64> = seasons.iter().map(|s| s.period()).collect();
+    let pause = (!pinned).then(|| Pause::of(y, &periods)).flatten();
+    let (mut path, model) = if let Some(pause) = &pause {
+        let before = &y[..y.len() - pause.run];
+        let mut p = forecast_choice(before, pause.run + h);
+        p.point.drain(..pause.run);
+        p.var.drain(..pause.run);
+        for (j, v) in p.point.iter_mut().enumerate() {
+            if pause.holds_at(j) {
+                *v = pause.value;
+            }
+        }
+        (p, format!("paused({})", choice_name(&members, hedged)))
+    } else if let Some((mut p, name)) = settled {
         post(&mut p);
         (p, name)
     } else if let Some(snaive) = &reshaped {
@@ -427,6 +442,27 @@ mod tests {
             f.model,
             mae(&f.point)
         );
+    }
+
+    #[test]
+    fn a_series_in_one_of_its_usual_outages_is_forecast_to_come_back() {
+        // 1 min, four days of a daily load stopped at 0 for 5-60 steps a few times a
+        // day, ending 15 steps into another stop
+        let day = |t: usize| 80.0 + 40.0 * (2.0 * std::f64::consts::PI * t as f64 / 1440.0).sin();
+        let n = 4 * 1440 + 200;
+        let mut y = with_outages(day, n, 3.0, 1.0 / 500.0, 3);
+        let last = y.iter().rposition(|v| *v != 0.0).expect("load") + 1;
+        y.truncate(last);
+        y.extend([0.0; 15]);
+        let n = y.len();
+        let f = forecast_steps(&y, 60.0, 360);
+        assert!(f.model.starts_with("paused("), "{}", f.model);
+        assert_eq!(f.point[0], 0.0, "the stop goes on at first: {}", f.model);
+        // from an hour on, the load as it was before the stop (with the dips of
+        // earlier stops at the same phase); forecast from the stop's last steps, the
+        // mean of models drops to 40 (error 75)
+        let mae = super::super::resume_tests::mae_from(&f.point[60..], n + 60, day);
+        assert!(mae < 25.0, "{}: {mae} from an hour on", f.model);
     }
 
     #[test]

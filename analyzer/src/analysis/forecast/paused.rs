@@ -1,0 +1,152 @@
+//! A series that ends in one of its usual pauses: an outage at its floor like several
+//! it came back from before. Every model fed the pause's last steps takes them for the
+//! level (a smoothed level, a line, a mean of candidates drops toward the floor), yet
+//! the series will most likely come back as it did each time. The forecast is the one
+//! made from before the pause, with the floor kept only while the pause more likely
+//! than not goes on, by how long the earlier pauses lasted.
+
+use std::ops::Range;
+
+use super::pinned::{chance_run, sat_a_cycle_ago, trailing_run, SAME, SHORTEST_RUN};
+use crate::analysis::runs::runs;
+
+/// Fewest earlier pauses that make a record of how long pauses last.
+pub const MIN_PAUSES: usize = 3;
+
+/// A pause `y` ends in, and how long the earlier ones lasted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pause {
+    /// Steps the pause has lasted so far.
+    pub run: usize,
+    /// The value held.
+    pub value: f64,
+    /// Lengths of the earlier pauses at least as long as this one so far.
+    longer: Vec<usize>,
+}
+
+impl Pause {
+    /// The pause `y` ends in: a run at its lowest value that chance would not make,
+    /// after at least [`MIN_PAUSES`] such runs that ended, as many at least as long as
+    /// this one so far, most of them followed by a value nearer the one before them
+    /// than the floor (an outage, not a sawtooth's reset), and not at a phase of `seasons` (in steps) that sat on it a
+    /// cycle ago (a nightly idle is the season's, which the models forecast).
+    pub fn of(y: &[f64], seasons: &[f64]) -> Option<Pause> {
+        let run = trailing_run(y);
+        if run < SHORTEST_RUN {
+            return None;
+        }
+        let before = &y[..y.len() - run];
+        let value = *y.last()?;
+        let lowest = before.iter().copied().fold(f64::INFINITY, f64::min);
+        let shortest = chance_run(before);
+        if run < shortest || (value - lowest).abs() > SAME {
+            return None;
+        }
+        if seasons.iter().any(|&m| sat_a_cycle_ago(y, run, m)) {
+            return None;
+        }
+        let pauses: Vec<Range<usize>> = runs(before, SAME)
+            .filter(|r| r.len() >= shortest && (before[r.start] - value).abs() <= SAME)
+            .filter(|r| r.start > 0 && r.end < before.len())
+            .collect();
+        let came_back = pauses
+            .iter()
+            .filter(|r| {
+                let (left, back) = (before[r.start - 1], before[r.end]);
+                (back - left).abs() < (back - value).abs()
+            })
+            .count();
+        let longer: Vec<usize> = pauses
+            .iter()
+            .map(|r| r.len())
+            .filter(|&l| l >= run)
+            .collect();
+        let enough = pauses.len() >= MIN_PAUSES && longer.len() >= MIN_PAUSES;
+        (enough && 2 * came_back > pauses.len()).then_some(Pause { run, value, longer })
+    }
+
+    /// Whether the pause more likely than not still holds `j` steps after the series'
+    /// last (j = 0 is the first step forecast): more than half the earlier pauses that
+    /// had lasted this long lasted `j + 1` steps more.
+    pub fn holds_at(&self, j: usize) -> bool {
+        let lasted = self.longer.iter().filter(|&&l| l > self.run + j).count();
+        2 * lasted > self.longer.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A noisy cycle of 100 steps with outages at 0 of `lengths` steps, one per cycle
+    /// at phase 30, then `tail` steps of cycle and a last outage of `run` steps.
+    fn outages(lengths: &[usize], tail: usize, run: usize) -> Vec<f64> {
+        let mut y = Vec::new();
+        let busy = |t: usize| 50.0 + 30.0 * (t as f64 * 0.0628).sin() + ((t * 7919) % 13) as f64;
+        for &len in lengths {
+            let start = y.len();
+            y.extend((start..start + 100).map(|t| {
+                if t % 100 >= 30 && t % 100 < 30 + len {
+                    0.0
+                } else {
+                    busy(t)
+                }
+            }));
+        }
+        let start = y.len();
+        y.extend((start..start + tail).map(busy));
+        y.extend(std::iter::repeat_n(0.0, run));
+        y
+    }
+
+    #[test]
+    fn an_outage_like_those_before_is_a_pause_that_ends_as_they_did() {
+        let y = outages(&[10, 20, 12, 30, 25], 50, 8);
+        let pause = Pause::of(&y, &[]).expect("a pause");
+        assert_eq!((pause.run, pause.value), (8, 0.0));
+        // lasted 10, 12, 20, 25, 30: past 8 steps, 3 of 5 go on beyond step 12
+        assert!(pause.holds_at(0));
+        assert!(
+            pause.holds_at(11),
+            "20, 25 and 30 of 5 last past 8 + 11 steps"
+        );
+        assert!(
+            !pause.holds_at(12),
+            "only 25 and 30 of 5 last past 20 steps"
+        );
+    }
+
+    #[test]
+    fn a_stop_longer_than_any_pause_before_or_without_a_record_is_not_one() {
+        assert!(Pause::of(&outages(&[10, 20, 12, 30, 25], 50, 40), &[]).is_none());
+        assert!(
+            Pause::of(&outages(&[10, 20], 50, 8), &[]).is_none(),
+            "two pauses"
+        );
+        assert!(Pause::of(&outages(&[10, 20, 12, 30, 25], 50, 0), &[]).is_none());
+        assert!(
+            Pause::of(&outages(&[10, 20, 12, 30, 25], 50, 2), &[]).is_none(),
+            "chance"
+        );
+    }
+
+    #[test]
+    fn a_ramp_reset_to_its_floor_does_not_come_back_and_is_no_pause() {
+        // memory grown by 1 a step to 20, freed to 0 and held there 8 steps
+        let cycle: Vec<f64> = (1..=20).map(f64::from).chain([0.0; 8]).collect();
+        let mut y: Vec<f64> = cycle.iter().copied().cycle().take(28 * 6).collect();
+        y.extend((1..=20).map(f64::from).chain([0.0; 7]));
+        assert!(Pause::of(&y, &[]).is_none());
+    }
+
+    #[test]
+    fn an_idle_the_cycle_brings_is_the_seasons_not_a_pause() {
+        // the outages come at phase 30 of every 100-step cycle: ending there is the season's
+        let y = outages(&[10, 20, 12, 30, 25], 30, 8);
+        assert!(Pause::of(&y, &[100.0]).is_none());
+        assert!(
+            Pause::of(&y, &[]).is_some(),
+            "without the season it is a pause"
+        );
+    }
+}
