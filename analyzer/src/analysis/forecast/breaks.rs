@@ -67,7 +67,12 @@ fn regime_start(y: &[f64]) -> usize {
     let limit = BREAK_STEPS * super::spikes::large_step(&mut sizes);
     let jump = (1..y.len())
         .rev()
-        .find(|&t| (y[t] - y[t - 1]).abs() > limit && lasts(y, t, limit))
+        .find(|&t| {
+            (y[t] - y[t - 1]).abs() > limit
+                && lasts(y, t, limit)
+                && !bridged(y, t)
+                && !came_back(y, t, limit)
+        })
         .unwrap_or(0);
     jump.max(last_held_boundary(y).unwrap_or(0))
 }
@@ -85,6 +90,56 @@ fn lasts(y: &[f64], t: usize, limit: f64) -> bool {
     let after = median(&y[t..(t + LEVEL_WINDOW).min(y.len())]);
     (after - before).abs() > 0.5 * limit
 }
+
+/// Whether the jump at `t` starts or ends a stop (a run of one value, two steps or
+/// more) that the series came back from nearer the level it left than the stop's (the
+/// medians of [`LEVEL_WINDOW`] points on either side), or after [`STOPS_ON_RECORD`]
+/// earlier stops at that value: an outage, after which the cycle goes on, not a new
+/// regime.
+fn bridged(y: &[f64], t: usize) -> bool {
+    let value = if t >= 2 && y[t - 1] == y[t - 2] {
+        y[t - 1]
+    } else if t + 1 < y.len() && y[t] == y[t + 1] {
+        y[t]
+    } else {
+        return false;
+    };
+    // the stop is [start, end)
+    let start = (0..t).rev().find(|&i| y[i] != value).map_or(0, |i| i + 1);
+    let end = (t..y.len()).find(|&i| y[i] != value).unwrap_or(y.len());
+    if start == 0 || end == y.len() {
+        return false;
+    }
+    let median = |v: &[f64]| super::candidates::median(v.to_vec());
+    let before = median(&y[start.saturating_sub(LEVEL_WINDOW)..start]);
+    let after = median(&y[end..(end + LEVEL_WINDOW).min(y.len())]);
+    let stops_before = runs(&y[..start], 0.0)
+        .filter(|r| r.len() >= 2 && r.start > 0 && y[r.start] == value)
+        .count();
+    (after - before).abs() < (after - value).abs() || stops_before >= STOPS_ON_RECORD
+}
+
+/// Longest burst, in steps, whose jumps out and back are one excursion.
+pub const MAX_BURST: usize = LEVEL_WINDOW;
+
+/// Whether the jump at `t` ends an excursion of up to [`MAX_BURST`] steps that began
+/// with a jump the other way and came back nearer where it began than where it went,
+/// or begins one: a burst on a steep daily ramp moves the medians on either side apart
+/// by the ramp, not by a new level.
+fn came_back(y: &[f64], t: usize, limit: f64) -> bool {
+    let jump = |i: usize| y[i] - y[i - 1];
+    let opposite = |a: usize, b: usize| jump(a).abs() > limit && jump(a) * jump(b) < 0.0;
+    let back = (t.saturating_sub(MAX_BURST).max(1)..t)
+        .any(|s| opposite(s, t) && (y[t] - y[s - 1]).abs() < jump(t).abs());
+    let on = (t + 1..(t + 1 + MAX_BURST).min(y.len()))
+        .any(|e| opposite(e, t) && (y[e] - y[t - 1]).abs() < jump(e).abs());
+    back || on
+}
+
+/// Stops at one value, come back from, that make a series' stops outages rather than
+/// regime changes however the level came back (a daily cycle moves on during an hour's
+/// outage).
+pub const STOPS_ON_RECORD: usize = 3;
 
 /// Share of the data a run of equal values must last to be a regime of its own rather
 /// than the flat top of every cycle (a GPU at exactly 100% through each step burst).
@@ -200,5 +255,54 @@ mod tests {
         let mut shifted: Vec<f64> = (0..860).map(traffic).collect();
         shifted.extend((860..900).map(|i| traffic(i) + 500.0));
         assert_eq!(since_last_break(&shifted).len(), 40);
+    }
+
+    /// A 100-step cycle between 40 and 120, a little noise.
+    fn cycle(i: usize) -> f64 {
+        80.0 + 40.0 * (i as f64 * std::f64::consts::TAU / 100.0).sin()
+            + ((i * 7919) % 7) as f64 * 0.2
+    }
+
+    #[test]
+    fn an_outage_come_back_from_starts_no_regime_and_a_new_level_after_it_does() {
+        // stopped at 0 for 30 steps (longer than a burst, shorter than a fiftieth of
+        // the series: no held stretch), 70 steps before the end, back on its cycle
+        let mut y: Vec<f64> = (0..2000).map(cycle).collect();
+        y[1900..1930].fill(0.0);
+        assert_eq!(since_last_break(&y).len(), 2000);
+        // back at a quarter of the level: a new regime
+        let low: Vec<f64> = (0..2000)
+            .map(|i| if i >= 1930 { cycle(i) / 4.0 } else { cycle(i) })
+            .collect();
+        let mut y = low;
+        y[1900..1930].fill(0.0);
+        assert_eq!(since_last_break(&y).len(), 70);
+    }
+
+    #[test]
+    fn after_three_outages_come_back_from_a_fourth_starts_no_regime_either() {
+        // the last stop ran from near the cycle's peak to its trough, and the series
+        // came back nearer 0 than where it left; it had stopped and come back three
+        // times before
+        let mut y: Vec<f64> = (0..3000).map(cycle).collect();
+        y[2925..2975].fill(0.0);
+        let mut stopped = y.clone();
+        for start in [500, 1000, 1500] {
+            stopped[start..start + 10].fill(0.0);
+        }
+        assert_eq!(since_last_break(&stopped).len(), 3000);
+        assert_eq!(since_last_break(&y).len(), 25, "without the record");
+    }
+
+    #[test]
+    fn a_burst_on_a_steep_ramp_starts_no_regime() {
+        // a morning ramp, 1 a step, with a 3-step burst 40 steps before the end: the
+        // medians on either side of the burst's end differ by the ramp
+        let mut y: Vec<f64> = (0..300)
+            .map(|i| 100.0 + ((i * 7919) % 7) as f64 * 0.3)
+            .collect();
+        y.extend((0..100).map(|i| 100.0 + i as f64 + ((i * 7919) % 7) as f64 * 0.3));
+        y[357..360].iter_mut().for_each(|v| *v += 60.0);
+        assert_eq!(since_last_break(&y).len(), 400);
     }
 }
