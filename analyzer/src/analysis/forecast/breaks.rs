@@ -5,8 +5,8 @@
 //! models are run on the data since the last break only ([`since_last_break`]).
 
 use super::memo::Memo;
-use super::pinned::{run_by_chance, still_share, MIN_RUN};
-use crate::analysis::runs::{hold, runs};
+use super::pinned::{chance_run_of_readings, MIN_RUN};
+use crate::analysis::runs::runs;
 
 /// A one-step change of more than this many large steps is a break. A large step is the
 /// 99th percentile of the absolute first differences, as for spikes, so changes that
@@ -146,8 +146,8 @@ pub const STOPS_ON_RECORD: usize = 3;
 pub const HELD_SHARE: usize = 50;
 
 /// The last boundary of a run of equal values long enough not to happen by chance
-/// (at least [`MIN_RUN`] steps, and [`run_by_chance`] readings of the series' usual
-/// [`hold`]) and a 1/[`HELD_SHARE`] of `y` (the first index after it ended, or where it
+/// (at least [`MIN_RUN`] steps, and [`chance_run_of_readings`]: enough of the series' usual
+/// readings) and a 1/[`HELD_SHARE`] of `y` (the first index after it ended, or where it
 /// started if it lasts to the end): a job stopped or resumed, a new regime, however
 /// small the step (a training job's dips are as deep as its fall to idle). A reading
 /// sampled every 10 s and scraped every second repeats two or three times in a row by
@@ -158,11 +158,7 @@ fn last_held_boundary(y: &[f64]) -> Option<usize> {
     if !runs(y, 0.0).any(|r| r.len() >= shortest) {
         return None;
     }
-    let hold = hold(y);
-    // of the steps, hold - 1 in each reading are unchanged by construction
-    let h = hold as f64;
-    let unchanged_readings = (h * still_share(y) - (h - 1.0)).clamp(0.0, 1.0);
-    let long = shortest.max(hold * run_by_chance(unchanged_readings));
+    let long = shortest.max(chance_run_of_readings(y));
     runs(y, 0.0).filter(|r| r.len() >= long).last().map(|r| {
         if r.end == y.len() {
             r.start

@@ -7,11 +7,14 @@
 
 use std::ops::Range;
 
-use super::pinned::{chance_run, sat_a_cycle_ago, trailing_run, SAME, SHORTEST_RUN};
+use super::pinned::{chance_run_of_readings, sat_a_cycle_ago, trailing_run, SAME, SHORTEST_RUN};
 use crate::analysis::runs::runs;
 
 /// Fewest earlier pauses that make a record of how long pauses last.
 pub const MIN_PAUSES: usize = 3;
+/// Fewest earlier pauses at least as long as the current one so far: the median of two
+/// lengths already says whether the pause more likely goes on.
+pub const MIN_LONGER: usize = 2;
 
 /// A pause `y` ends in, and how long the earlier ones lasted.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,9 +28,10 @@ pub struct Pause {
 }
 
 impl Pause {
-    /// The pause `y` ends in: a run at its lowest value that chance would not make,
-    /// after at least [`MIN_PAUSES`] such runs that ended, as many at least as long as
-    /// this one so far, most of them followed by a value nearer the one before them
+    /// The pause `y` ends in: a run at its lowest value that chance would not make (in
+    /// readings: [`chance_run_of_readings`]),
+    /// after at least [`MIN_PAUSES`] such runs that ended, [`MIN_LONGER`] of them at
+    /// least as long as this one so far, most of them followed by a value nearer the one before them
     /// than the floor (an outage, not a sawtooth's reset), and not at a phase of `seasons` (in steps) that sat on it a
     /// cycle ago (a nightly idle is the season's, which the models forecast).
     pub fn of(y: &[f64], seasons: &[f64]) -> Option<Pause> {
@@ -38,7 +42,7 @@ impl Pause {
         let before = &y[..y.len() - run];
         let value = *y.last()?;
         let lowest = before.iter().copied().fold(f64::INFINITY, f64::min);
-        let shortest = chance_run(before);
+        let shortest = chance_run_of_readings(before);
         if run < shortest || (value - lowest).abs() > SAME {
             return None;
         }
@@ -61,7 +65,7 @@ impl Pause {
             .map(|r| r.len())
             .filter(|&l| l >= run)
             .collect();
-        let enough = pauses.len() >= MIN_PAUSES && longer.len() >= MIN_PAUSES;
+        let enough = pauses.len() >= MIN_PAUSES && longer.len() >= MIN_LONGER;
         (enough && 2 * came_back > pauses.len()).then_some(Pause { run, value, longer })
     }
 
@@ -136,6 +140,23 @@ mod tests {
         let cycle: Vec<f64> = (1..=20).map(f64::from).chain([0.0; 8]).collect();
         let mut y: Vec<f64> = cycle.iter().copied().cycle().take(28 * 6).collect();
         y.extend((1..=20).map(f64::from).chain([0.0; 7]));
+        assert!(Pause::of(&y, &[]).is_none());
+    }
+
+    #[test]
+    fn readings_of_zero_held_between_samples_are_no_pause() {
+        // a reading every 10 steps, 0 for four readings in a row at times: counted in
+        // steps, the runs at 0 (40) would be stops longer than chance makes, and the
+        // last (20) a pause; counted in readings, the series repeats too often for that
+        let reading = |k: usize| {
+            if (k * 7919) % 11 < 4 {
+                0.0
+            } else {
+                0.5 + 0.1 * ((k * 31) % 5) as f64
+            }
+        };
+        let mut y: Vec<f64> = (0..600).map(|t| reading(t / 10)).collect();
+        y.extend([0.0; 20]);
         assert!(Pause::of(&y, &[]).is_none());
     }
 

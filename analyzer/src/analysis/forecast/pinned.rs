@@ -5,7 +5,7 @@
 
 use super::ets::Season;
 use super::held::{still_band, STILL_SHARE};
-use crate::analysis::runs::{runs, span};
+use crate::analysis::runs::{hold, runs, span};
 
 /// Fewest steps at one value that count as pinned when no season was detected: an
 /// exact repeat of a dozen noisy samples does not happen by chance.
@@ -38,6 +38,18 @@ pub fn run_by_chance(p: f64) -> usize {
     (SHORTEST_RUN..MIN_RUN)
         .find(|&k| p.powi(k as i32 - 1) <= CHANCE)
         .unwrap_or(MIN_RUN)
+}
+
+/// [`chance_run`] counted in readings: a series whose readings are each held
+/// [`hold`] steps (NVML's per-process utilization, read every 10 s and scraped every
+/// second) makes runs of a reading's length by construction; a run must last as many
+/// readings as the series would repeat by chance less often than [`CHANCE`].
+pub fn chance_run_of_readings(y: &[f64]) -> usize {
+    let hold = hold(y);
+    let h = hold as f64;
+    // of the steps, hold - 1 in each reading are unchanged by construction
+    let unchanged_readings = (h * still_share(y) - (h - 1.0)).clamp(0.0, 1.0);
+    hold * run_by_chance(unchanged_readings)
 }
 
 /// The share of the steps of `y` that leave it unchanged (0 for fewer than 2 values).

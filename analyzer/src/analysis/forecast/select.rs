@@ -101,8 +101,11 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let dominant = seasons.dominant();
     let periods: Vec<f64> = detected_seasons.iter().map(|s| s.period()).collect();
     let longest = periods.iter().copied().fold(0.0, f64::max);
-    let pinned =
-        pinned::is_pinned(y, &periods) || pinned::stopped_for_a_cycle(y, dominant, longest);
+    // A stop like several the series came back from is a pause, not a job stopped.
+    let offered: Vec<f64> = seasons.all().iter().map(|s| s.period()).collect();
+    let pause = Pause::of(y, &offered);
+    let pinned = pause.is_none()
+        && (pinned::is_pinned(y, &periods) || pinned::stopped_for_a_cycle(y, dominant, longest));
     // the stops are cut at the detected seasons' cycle, or else at the tentative one
     let (cut_longest, cut_period) = match seasons.tentative() {
         Some(t) => (t.period(), t.period()),
@@ -181,8 +184,6 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         .flatten()
         .map(|season| candidates::SeasonalNaive(season, None));
     // A series in one of its usual pauses comes back from it as it did before.
-    let periods: Vec<f64> = seasons.iter().map(|s| s.period()).collect();
-    let pause = (!pinned).then(|| Pause::of(y, &periods)).flatten();
     let (mut path, model) = if let Some(pause) = &pause {
         let before = &y[..y.len() - pause.run];
         let mut p = forecast_choice(before, pause.run + h);
@@ -462,6 +463,28 @@ mod tests {
         // earlier stops at the same phase); forecast from the stop's last steps, the
         // mean of models drops to 40 (error 75)
         let mae = super::super::resume_tests::mae_from(&f.point[60..], n + 60, day);
+        assert!(mae < 25.0, "{}: {mae} from an hour on", f.model);
+    }
+
+    #[test]
+    fn a_usual_outage_is_no_stopped_job_where_no_season_was_detected() {
+        // two and a half days at 1 min, too few for the detector: a run of 12 steps at
+        // one value would pin the series (naive), but it stopped and came back often
+        let day = |t: usize| 80.0 + 40.0 * (2.0 * std::f64::consts::PI * t as f64 / 1440.0).sin();
+        let n = 2 * 1440 + 720;
+        let mut y = with_outages(day, n, 3.0, 1.0 / 300.0, 4);
+        let last = y.iter().rposition(|v| *v != 0.0).expect("load") + 1;
+        y.truncate(last);
+        y.extend([0.0; 15]);
+        let none = PeriodConfig::default();
+        assert!(
+            crate::analysis::periodicity::detect_on_grid(&y, 60.0, &none)
+                .periods()
+                .is_empty()
+        );
+        let f = forecast_steps(&y, 60.0, 360);
+        assert!(f.model.starts_with("paused("), "{}", f.model);
+        let mae = super::super::resume_tests::mae_from(&f.point[60..], y.len() + 60, day);
         assert!(mae < 25.0, "{}: {mae} from an hour on", f.model);
     }
 
