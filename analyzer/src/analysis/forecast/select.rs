@@ -445,16 +445,24 @@ mod tests {
         );
     }
 
+    /// A daily load at 1 min between 40 and 120.
+    fn load(t: usize) -> f64 {
+        80.0 + 40.0 * (2.0 * std::f64::consts::PI * t as f64 / 1440.0).sin()
+    }
+
+    /// `y` up to the end of its last load, then `steps` at 0: a series in a stop.
+    fn into_a_stop(mut y: Vec<f64>, steps: usize) -> Vec<f64> {
+        let last = y.iter().rposition(|v| *v != 0.0).expect("load") + 1;
+        y.truncate(last);
+        y.extend(std::iter::repeat_n(0.0, steps));
+        y
+    }
+
     #[test]
     fn a_series_in_one_of_its_usual_outages_is_forecast_to_come_back() {
         // 1 min, four days of a daily load stopped at 0 for 5-60 steps a few times a
         // day, ending 15 steps into another stop
-        let day = |t: usize| 80.0 + 40.0 * (2.0 * std::f64::consts::PI * t as f64 / 1440.0).sin();
-        let n = 4 * 1440 + 200;
-        let mut y = with_outages(day, n, 3.0, 1.0 / 500.0, 3);
-        let last = y.iter().rposition(|v| *v != 0.0).expect("load") + 1;
-        y.truncate(last);
-        y.extend([0.0; 15]);
+        let y = into_a_stop(with_outages(load, 4 * 1440 + 200, 3.0, 1.0 / 500.0, 3), 15);
         let n = y.len();
         let f = forecast_steps(&y, 60.0, 360);
         assert!(f.model.starts_with("paused("), "{}", f.model);
@@ -462,7 +470,7 @@ mod tests {
         // from an hour on, the load as it was before the stop (with the dips of
         // earlier stops at the same phase); forecast from the stop's last steps, the
         // mean of models drops to 40 (error 75)
-        let mae = super::super::resume_tests::mae_from(&f.point[60..], n + 60, day);
+        let mae = super::super::resume_tests::mae_from(&f.point[60..], n + 60, load);
         assert!(mae < 25.0, "{}: {mae} from an hour on", f.model);
     }
 
@@ -470,12 +478,7 @@ mod tests {
     fn a_usual_outage_is_no_stopped_job_where_no_season_was_detected() {
         // two and a half days at 1 min, too few for the detector: a run of 12 steps at
         // one value would pin the series (naive), but it stopped and came back often
-        let day = |t: usize| 80.0 + 40.0 * (2.0 * std::f64::consts::PI * t as f64 / 1440.0).sin();
-        let n = 2 * 1440 + 720;
-        let mut y = with_outages(day, n, 3.0, 1.0 / 300.0, 4);
-        let last = y.iter().rposition(|v| *v != 0.0).expect("load") + 1;
-        y.truncate(last);
-        y.extend([0.0; 15]);
+        let y = into_a_stop(with_outages(load, 2 * 1440 + 720, 3.0, 1.0 / 300.0, 4), 15);
         let none = PeriodConfig::default();
         assert!(
             crate::analysis::periodicity::detect_on_grid(&y, 60.0, &none)
@@ -484,7 +487,7 @@ mod tests {
         );
         let f = forecast_steps(&y, 60.0, 360);
         assert!(f.model.starts_with("paused("), "{}", f.model);
-        let mae = super::super::resume_tests::mae_from(&f.point[60..], y.len() + 60, day);
+        let mae = super::super::resume_tests::mae_from(&f.point[60..], y.len() + 60, load);
         assert!(mae < 25.0, "{}: {mae} from an hour on", f.model);
     }
 
