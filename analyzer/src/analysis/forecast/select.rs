@@ -183,7 +183,9 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         .then(|| reshaped::reshaped(y, &seasons, last_origin))
         .flatten()
         .map(|season| candidates::SeasonalNaive(season, None));
-    // A series in one of its usual pauses comes back from it as it did before.
+    // A series in one of its usual pauses comes back from it as it did before; the
+    // forecast from before the pause needs the data the candidates were trained on.
+    let pause = pause.filter(|p| y.len() - origins.at[0] >= p.run);
     let (mut path, model) = if let Some(pause) = &pause {
         let before = &y[..y.len() - pause.run];
         let mut p = forecast_choice(before, pause.run + h);
