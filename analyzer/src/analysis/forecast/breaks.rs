@@ -5,6 +5,7 @@
 //! models are run on the data since the last break only ([`since_last_break`]).
 
 use super::memo::Memo;
+use super::paused;
 use super::pinned::{chance_run_of_readings, MIN_RUN};
 use crate::analysis::runs::runs;
 
@@ -92,10 +93,9 @@ fn lasts(y: &[f64], t: usize, limit: f64) -> bool {
 }
 
 /// Whether the jump at `t` starts or ends a stop (a run of one value, two steps or
-/// more) that the series came back from nearer the level it left than the stop's (the
-/// medians of [`LEVEL_WINDOW`] points on either side), or after [`STOPS_ON_RECORD`]
-/// earlier stops at that value: an outage, after which the cycle goes on, not a new
-/// regime.
+/// more) that the series came back from ([`paused::came_back`]), or one of a record of
+/// such stops at that value ([`paused::on_record`]): an outage, after which the cycle
+/// goes on, not a new regime.
 fn bridged(y: &[f64], t: usize) -> bool {
     let value = if t >= 2 && y[t - 1] == y[t - 2] {
         y[t - 1]
@@ -104,19 +104,14 @@ fn bridged(y: &[f64], t: usize) -> bool {
     } else {
         return false;
     };
-    // the stop is [start, end)
     let start = (0..t).rev().find(|&i| y[i] != value).map_or(0, |i| i + 1);
     let end = (t..y.len()).find(|&i| y[i] != value).unwrap_or(y.len());
     if start == 0 || end == y.len() {
         return false;
     }
-    let median = |v: &[f64]| super::candidates::median(v.to_vec());
-    let before = median(&y[start.saturating_sub(LEVEL_WINDOW)..start]);
-    let after = median(&y[end..(end + LEVEL_WINDOW).min(y.len())]);
-    let stops_before = runs(&y[..start], 0.0)
-        .filter(|r| r.len() >= 2 && r.start > 0 && y[r.start] == value)
-        .count();
-    (after - before).abs() < (after - value).abs() || stops_before >= STOPS_ON_RECORD
+    let earlier = &y[..start];
+    let stops = paused::stops_at(earlier, value, chance_run_of_readings(earlier));
+    paused::came_back(y, &(start..end)) || paused::on_record(earlier, &stops)
 }
 
 /// Longest burst, in steps, whose jumps out and back are one excursion.
@@ -135,11 +130,6 @@ fn came_back(y: &[f64], t: usize, limit: f64) -> bool {
         .any(|e| opposite(e, t) && (y[e] - y[t - 1]).abs() < jump(e).abs());
     back || on
 }
-
-/// Stops at one value, come back from, that make a series' stops outages rather than
-/// regime changes however the level came back (a daily cycle moves on during an hour's
-/// outage).
-pub const STOPS_ON_RECORD: usize = 3;
 
 /// Share of the data a run of equal values must last to be a regime of its own rather
 /// than the flat top of every cycle (a GPU at exactly 100% through each step burst).
@@ -288,6 +278,19 @@ mod tests {
         }
         assert_eq!(since_last_break(&stopped).len(), 3000);
         assert_eq!(since_last_break(&y).len(), 25, "without the record");
+    }
+
+    #[test]
+    fn a_sawtooth_reset_held_at_its_floor_still_starts_a_regime() {
+        // memory grown for 250 steps, freed to 1 and held there 8 steps, five times:
+        // stops at one value on record, but the series never came back to where it
+        // left; the last reset 38 steps before the end
+        let mut y = Vec::new();
+        for len in [250, 250, 250, 250, 30] {
+            y.extend([1.0; 8]);
+            y.extend((1..=len).map(|i| 1.0 + 0.01 * i as f64));
+        }
+        assert_eq!(since_last_break(&y).len(), 38);
     }
 
     #[test]

@@ -29,11 +29,10 @@ pub struct Pause {
 
 impl Pause {
     /// The pause `y` ends in: a run at its lowest value that chance would not make (in
-    /// readings: [`chance_run_of_readings`]),
-    /// after at least [`MIN_PAUSES`] such runs that ended, [`MIN_LONGER`] of them at
-    /// least as long as this one so far, most of them followed by a value nearer the one before them
-    /// than the floor (an outage, not a sawtooth's reset), and not at a phase of `seasons` (in steps) that sat on it a
-    /// cycle ago (a nightly idle is the season's, which the models forecast).
+    /// readings: [`chance_run_of_readings`]), where the earlier such runs are a record
+    /// ([`on_record`]) and [`MIN_LONGER`] of them lasted at least as long as this one
+    /// so far, and not at a phase of `seasons` (in steps) that sat on it a cycle ago (a
+    /// nightly idle is the season's, which the models forecast).
     pub fn of(y: &[f64], seasons: &[f64]) -> Option<Pause> {
         let run = trailing_run(y);
         if run < SHORTEST_RUN {
@@ -49,24 +48,17 @@ impl Pause {
         if seasons.iter().any(|&m| sat_a_cycle_ago(y, run, m)) {
             return None;
         }
-        let pauses: Vec<Range<usize>> = runs(before, SAME)
-            .filter(|r| r.len() >= shortest && (before[r.start] - value).abs() <= SAME)
-            .filter(|r| r.start > 0 && r.end < before.len())
-            .collect();
-        let came_back = pauses
-            .iter()
-            .filter(|r| {
-                let (left, back) = (before[r.start - 1], before[r.end]);
-                (back - left).abs() < (back - value).abs()
-            })
-            .count();
-        let longer: Vec<usize> = pauses
+        let stops = stops_at(before, value, shortest);
+        let longer: Vec<usize> = stops
             .iter()
             .map(|r| r.len())
             .filter(|&l| l >= run)
             .collect();
-        let enough = pauses.len() >= MIN_PAUSES && longer.len() >= MIN_LONGER;
-        (enough && 2 * came_back > pauses.len()).then_some(Pause { run, value, longer })
+        (on_record(before, &stops) && longer.len() >= MIN_LONGER).then_some(Pause {
+            run,
+            value,
+            longer,
+        })
     }
 
     /// Whether the pause more likely than not still holds `j` steps after the series'
@@ -76,6 +68,30 @@ impl Pause {
         let lasted = self.longer.iter().filter(|&&l| l > self.run + j).count();
         2 * lasted > self.longer.len()
     }
+}
+
+/// The stops at `value` in `y`: runs at it of at least `shortest` steps with a value on
+/// either side (ended, and not where `y` starts).
+pub fn stops_at(y: &[f64], value: f64, shortest: usize) -> Vec<Range<usize>> {
+    runs(y, SAME)
+        .filter(|r| r.len() >= shortest && (y[r.start] - value).abs() <= SAME)
+        .filter(|r| r.start > 0 && r.end < y.len())
+        .collect()
+}
+
+/// Whether `y` came back from `stop` (a run of one value with a value on either side)
+/// nearer the value before it than the stop's: an outage the series resumed from, not a
+/// sawtooth's reset to its floor or a job back at another level.
+pub fn came_back(y: &[f64], stop: &Range<usize>) -> bool {
+    let (left, back, held) = (y[stop.start - 1], y[stop.end], y[stop.start]);
+    (back - left).abs() < (back - held).abs()
+}
+
+/// Whether `stops` (of `y`) are a record of outages: at least [`MIN_PAUSES`], most of
+/// them come back from.
+pub fn on_record(y: &[f64], stops: &[Range<usize>]) -> bool {
+    let back = stops.iter().filter(|r| came_back(y, r)).count();
+    stops.len() >= MIN_PAUSES && 2 * back > stops.len()
 }
 
 #[cfg(test)]

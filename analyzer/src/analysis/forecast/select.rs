@@ -168,9 +168,14 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         }
         path
     };
+    // A series in one of its usual pauses comes back from it as it did before, which
+    // decides the forecast; the forecast from before the pause needs the data the
+    // candidates were trained on.
+    let pause = pause.filter(|p| y.len() - origins.at[0] >= p.run);
+    let open = !pinned && pause.is_none();
     // A regime that began after the last origin is validated again inside itself; not
     // where a season was detected, whose cycle no stretch shorter than it can judge.
-    let young = (!pinned && dominant.is_none())
+    let young = (open && dominant.is_none())
         .then(|| young::young_start(y, &origins))
         .flatten();
     let settled = young.and_then(|start| {
@@ -179,13 +184,10 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let resettled = settled.is_some();
     // A season whose last cycle took a shape validation never saw repeats that cycle.
     let last_origin = origins.at[origins.at.len() - 1];
-    let reshaped = (!pinned && !resettled)
+    let reshaped = (open && !resettled)
         .then(|| reshaped::reshaped(y, &seasons, last_origin))
         .flatten()
         .map(|season| candidates::SeasonalNaive(season, None));
-    // A series in one of its usual pauses comes back from it as it did before; the
-    // forecast from before the pause needs the data the candidates were trained on.
-    let pause = pause.filter(|p| y.len() - origins.at[0] >= p.run);
     let (mut path, model) = if let Some(pause) = &pause {
         let before = &y[..y.len() - pause.run];
         let mut p = forecast_choice(before, pause.run + h);
