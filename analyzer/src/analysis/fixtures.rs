@@ -1,5 +1,5 @@
 //! Test inputs shared by the analyses' unit tests: a seeded noise stream, an hourly daily
-//! shape, series recorded on the H100, and a forecast with the default settings.
+//! shape, an office week, series recorded on the H100, and a forecast with the default settings.
 
 use crate::analysis::forecast::{forecast, Forecast, ForecastConfig};
 use crate::series::Series;
@@ -39,6 +39,26 @@ pub fn daily_bump(peak: f64) -> impl Fn(usize) -> f64 {
         let d = ((t % 24) as f64 - peak).abs();
         let d = d.min(24.0 - d);
         10.0 + 8.0 * (-d * d / 8.0).exp()
+    }
+}
+
+/// An hourly office load over `days` (day 0 a Monday, normal noise of deviation 2):
+/// weekdays hump from 8 to 18 up to 100, weekends and the days in `holidays` stay
+/// between 20 and 35 with a late-afternoon peak.
+pub fn office_hours(days: usize, holidays: &[usize], seed: u64) -> Vec<f64> {
+    let mut e = Noise(seed);
+    (0..days * 24)
+        .map(|t| office_day(t, holidays) + 2.0 * e.normal())
+        .collect()
+}
+
+/// The load of [`office_hours`] at hour `t`, without noise.
+pub fn office_day(t: usize, holidays: &[usize]) -> f64 {
+    let (d, hour) = (t / 24, (t % 24) as f64);
+    if d % 7 >= 5 || holidays.contains(&d) {
+        20.0 + 15.0 * (-(hour - 16.0).powi(2) / 8.0).exp()
+    } else {
+        30.0 + 70.0 * (-(hour - 13.0).powi(2) / 12.0).exp()
     }
 }
 

@@ -21,6 +21,7 @@ pub mod ets;
 pub mod floor;
 pub mod hedge;
 pub mod held;
+pub mod holidays;
 pub mod intervals;
 pub mod lag;
 pub mod lattice;

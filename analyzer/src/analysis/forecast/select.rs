@@ -9,6 +9,7 @@ use super::ets::{self, EtsSpec, Season, Trend};
 use super::floor;
 use super::hedge;
 use super::held;
+use super::holidays;
 use super::intervals;
 use super::linear::LinearFit;
 use super::paused::Pause;
@@ -132,6 +133,11 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         detected_seasons
     };
     let y = window(y, sized_by, validate);
+    // A holiday is forecast from as if it had been its weekday.
+    let ordinary = (!pinned && pause.is_none())
+        .then(|| holidays::ordinary(y, seasons.all()))
+        .flatten();
+    let y = ordinary.as_deref().unwrap_or(y);
     let Some((origins, seasons)) = plan_offered(y.len(), h, seasons.all(), detected_seasons) else {
         return forecast_by_aicc(y, dominant, h);
     };
@@ -317,7 +323,7 @@ pub fn forecast_by_aicc(y: &[f64], season: Option<Season>, h: usize) -> Forecast
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::{daily_bump, forecast_steps, Noise};
+    use crate::analysis::fixtures::{daily_bump, forecast_steps, office_day, office_hours, Noise};
     use crate::analysis::forecast::{forecast, ForecastConfig, PeriodChoice};
     use crate::analysis::periodicity::PeriodConfig;
     use crate::series::Series;
@@ -460,6 +466,19 @@ mod tests {
         y.truncate(last);
         y.extend(std::iter::repeat_n(0.0, steps));
         y
+    }
+
+    #[test]
+    fn the_days_after_a_holiday_are_forecast_as_after_an_ordinary_day() {
+        // five weeks of office hours ending on a Thursday holiday (it looks like a
+        // Sunday), then a Friday and a weekend: the models fed the holiday took it for
+        // a drop in load
+        let (days, holiday) = (32, 31);
+        let y = office_hours(days, &[holiday], 4);
+        let n = y.len();
+        let f = forecast_steps(&y, 3600.0, 72);
+        let mae = super::super::resume_tests::mae_from(&f.point, n, |t| office_day(t, &[]));
+        assert!(mae < 4.0, "{}: MAE {mae}", f.model);
     }
 
     #[test]
