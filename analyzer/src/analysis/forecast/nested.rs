@@ -91,8 +91,27 @@ mod tests {
             at: vec![4, 6],
             steps: 2,
         };
-        let choice = choose(&[0.0; 8], &all, &origins, &|_| {});
+        let choice = choose(&[0.0; 8], &[0.0; 8], &all, &origins, &|_| {});
         assert_eq!(choice.members, vec![0]);
         assert_eq!(choice.standardised, vec![2.0, 2.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn the_choice_is_made_on_y_and_calibrated_on_what_was_observed() {
+        // y had a holiday made ordinary (0 everywhere); what was observed held 4 at the
+        // first step of the second origin: A is still chosen on y, and its band is
+        // sized by the 4 it would have missed
+        let a = vec![path(vec![0.0, 0.0]), path(vec![0.0, 0.0])];
+        let b = vec![path(vec![1.0, 1.0]), path(vec![1.0, 1.0])];
+        let all: Vec<Box<dyn Candidate>> = vec![Box::new(Given(a)), Box::new(Given(b))];
+        let origins = Origins {
+            at: vec![4, 6],
+            steps: 2,
+        };
+        let mut observed = [0.0; 8];
+        observed[6] = 4.0;
+        let choice = choose(&[0.0; 8], &observed, &all, &origins, &|_| {});
+        assert_eq!(choice.members, vec![0]);
+        assert_eq!(choice.standardised, vec![0.0, 0.0, 4.0, 0.0]);
     }
 }

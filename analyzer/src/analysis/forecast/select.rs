@@ -134,6 +134,7 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     };
     let y = window(y, sized_by, validate);
     // A holiday is forecast from as if it had been its weekday.
+    let observed = y;
     let ordinary = (!pinned && pause.is_none())
         .then(|| holidays::ordinary(y, seasons.all()))
         .flatten();
@@ -153,7 +154,7 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     } else {
         candidates::build(train, &seasons, &decomposed, dominant, origins.steps)
     };
-    let choice = validation::choose(y, &all, &origins, &post);
+    let choice = validation::choose(y, observed, &all, &origins, &post);
     let hedged = !pinned && hedge::worth_it(y, &choice, &origins, &post);
     let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
     // The choice's forecast of `s` steps after a prefix `p` of `y`: the mean of its
@@ -538,7 +539,7 @@ mod tests {
             let (origins, seasons) = plan(y.len(), 48, &[season]).unwrap();
             let train = &y[..origins.at[0]];
             let all = candidates::build(train, &seasons, &seasons, seasons.first().copied(), 48);
-            let choice = validation::choose(y, &all, &origins, &|_| {});
+            let choice = validation::choose(y, y, &all, &origins, &|_| {});
             for (i, c) in all.iter().enumerate() {
                 if c.name().starts_with("snaive") {
                     assert!(

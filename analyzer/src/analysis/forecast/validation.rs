@@ -58,9 +58,12 @@ pub struct Choice {
 }
 
 /// Validates `candidates` on `y` at `origins`; `post` adjusts every forecast path
-/// (bounds) before it is scored.
+/// (bounds) before it is scored. The intervals are calibrated on the errors against
+/// `truth` (`y` as observed, where `y` had its holidays made ordinary: the forecasts
+/// are made as after ordinary days, but the days ahead may hold a holiday too).
 pub fn choose(
     y: &[f64],
+    truth: &[f64],
     candidates: &[Box<dyn Candidate>],
     origins: &Origins,
     post: &dyn Fn(&mut Path),
@@ -76,7 +79,7 @@ pub fn choose(
     let all: Vec<&[Path]> = scored.iter().map(|p| &p[..]).collect();
     let pick = pick(y, &origins.at, &all, None);
     Choice {
-        standardised: nested::standardised(y, &origins.at, &all, &pick.paths),
+        standardised: nested::standardised(truth, &origins.at, &all, &pick.paths),
         members: pick.members,
         mae: pick.mae,
         candidate_mae: pick.candidate_mae,
