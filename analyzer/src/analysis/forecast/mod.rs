@@ -208,6 +208,29 @@ fn calendar_tolerance(steps: f64, n: usize) -> f64 {
 /// Longest calendar season added without being detected, in steps (a week at 1 min).
 pub const MAX_CALENDAR_STEPS: f64 = 10_080.0;
 
+/// Most harmonics of a calendar season that stand for it: a day whose shape has two
+/// to six peaks (a morning and an evening rush; shifts).
+pub const MAX_HARMONIC: f64 = 6.0;
+
+/// The calendar season that every detected period (`seconds`, at least one) is a
+/// harmonic of (the season over 2 to [`MAX_HARMONIC`]), where it fits in `n` points of
+/// `step` seconds: the detector found a daily shape's peaks (8, 12 and 4 hours) but not
+/// the day, and three seasons of a few hours each filled every place the day could
+/// have been modelled in, so that the day was never tried.
+fn fundamental(seconds: &[f64], step: f64, n: usize) -> Option<f64> {
+    if seconds.is_empty() {
+        return None;
+    }
+    CALENDAR_SECONDS.iter().copied().find(|c| {
+        let tolerance = calendar_tolerance(c / step, n);
+        let harmonic = |s: &f64| {
+            let k = (c / s).round();
+            (2.0..=MAX_HARMONIC).contains(&k) && (s * k - c).abs() <= tolerance * c
+        };
+        (c / step).fract() == 0.0 && fits(n, c / step) && seconds.iter().all(harmonic)
+    })
+}
+
 /// The seasons to model: the detected or given ones first (dominant first), then a day
 /// and a week where the data holds two of them, though undetected, as candidates for
 /// validation to accept or reject; each at least twice in the data, whole steps where
@@ -244,6 +267,11 @@ fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
         .iter()
         .copied()
         .filter(|c| c / step <= MAX_CALENDAR_STEPS && (c / step).fract() == 0.0);
+    if detects {
+        if let Some(day) = fundamental(&seconds, step, y.len()) {
+            seconds.insert(0, day);
+        }
+    }
     let given = seconds.len();
     // no season detected or given: the busy stretch's tentative one, for validation
     let tentative = (given == 0 && detects)
@@ -475,6 +503,33 @@ mod tests {
             let truth = busy(n + h);
             assert!((v - truth).abs() < 1.0, "step {h}: {v} against {truth}");
         }
+    }
+
+    #[test]
+    fn a_days_harmonics_stand_for_the_day() {
+        // hourly, 30 days: a detector that found 8, 12 and 4 hours (a daily shape with
+        // three peaks) filled every place; the day goes first, the week is dropped
+        let n = 24 * 30;
+        let y: Vec<f64> = (0..n).map(|i| ((i * 7919) % 13) as f64).collect();
+        let cfg = ForecastConfig {
+            period: PeriodChoice::Detected,
+            more_periods: vec![28_800.0, 43_200.0, 14_400.0],
+            ..Default::default()
+        };
+        let seasons = seasons_of(&y, 3600.0, &cfg);
+        let periods: Vec<f64> = seasons.all().iter().map(|s| s.period()).collect();
+        assert_eq!(periods, vec![24.0, 8.0, 12.0]);
+        assert_eq!(seasons.dominant().map(|s| s.period()), Some(24.0));
+        // an hourly cron on 1 min data is no shape of the day (its 24th harmonic), nor
+        // are 8 and 10 hours (10 is none), nor a day that does not fit twice
+        assert_eq!(fundamental(&[3600.0], 60.0, 1440 * 7), None);
+        assert_eq!(fundamental(&[28_800.0, 36_000.0], 3600.0, n), None);
+        assert_eq!(fundamental(&[28_800.0], 3600.0, 40), None);
+        assert_eq!(
+            fundamental(&[28_810.0, 43_190.0], 3600.0, n),
+            Some(86_400.0)
+        );
+        assert_eq!(fundamental(&[], 3600.0, n), None);
     }
 
     #[test]
