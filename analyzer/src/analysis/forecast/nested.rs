@@ -80,17 +80,24 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_choice_calibrates_on_the_held_out_errors() {
-        // the same two candidates through `choose`: A is chosen, and the errors that
-        // size the bands are those of the held-out choices, not A's own
-        let a = vec![path(vec![2.0, 2.0]), path(vec![0.0, 0.0])];
+    /// Candidates A (forecasting `a[k]` at both steps of origin k) and B (1 everywhere)
+    /// at two origins of two steps, 4 and 6.
+    fn two_given(a: [f64; 2]) -> (Vec<Box<dyn Candidate>>, Origins) {
+        let a = a.iter().map(|v| path(vec![*v; 2])).collect();
         let b = vec![path(vec![1.0, 1.0]), path(vec![1.0, 1.0])];
         let all: Vec<Box<dyn Candidate>> = vec![Box::new(Given(a)), Box::new(Given(b))];
         let origins = Origins {
             at: vec![4, 6],
             steps: 2,
         };
+        (all, origins)
+    }
+
+    #[test]
+    fn the_choice_calibrates_on_the_held_out_errors() {
+        // the same two candidates through `choose`: A is chosen, and the errors that
+        // size the bands are those of the held-out choices, not A's own
+        let (all, origins) = two_given([2.0, 0.0]);
         let choice = choose(&[0.0; 8], &[0.0; 8], &all, &origins, &|_| {});
         assert_eq!(choice.members, vec![0]);
         assert_eq!(choice.standardised, vec![2.0, 2.0, 1.0, 1.0]);
@@ -101,13 +108,7 @@ mod tests {
         // y had a holiday made ordinary (0 everywhere); what was observed held 4 at the
         // first step of the second origin: A is still chosen on y, and its band is
         // sized by the 4 it would have missed
-        let a = vec![path(vec![0.0, 0.0]), path(vec![0.0, 0.0])];
-        let b = vec![path(vec![1.0, 1.0]), path(vec![1.0, 1.0])];
-        let all: Vec<Box<dyn Candidate>> = vec![Box::new(Given(a)), Box::new(Given(b))];
-        let origins = Origins {
-            at: vec![4, 6],
-            steps: 2,
-        };
+        let (all, origins) = two_given([0.0, 0.0]);
         let mut observed = [0.0; 8];
         observed[6] = 4.0;
         let choice = choose(&[0.0; 8], &observed, &all, &origins, &|_| {});
