@@ -1,13 +1,13 @@
 //! Holidays: a day that takes the shape of another day of the week (a public holiday
 //! on a Monday looks like a Sunday). No model can tell one from a level shift by its
 //! values alone, and each takes it for one: a smoothed level fed the holiday's last
-//! hours forecasts the next days at a third or three times their load, and a weekly
-//! profile averaged over four weeks carries a quarter of the holiday into its
-//! weekday. A day that is far from its own weekday's usual values and close to
-//! another weekday's, in values and in shape, is a holiday; the models see its weekday's usual values in its
-//! place, so that they forecast the days after it as the days after an ordinary one.
-//! A day far from its weekday that keeps its shape (a level shift) or looks like no
-//! other (a new shape) is left as it is, for the regimes and the models to follow.
+//! hours forecast the next days at a third or twice their load, and a weekly profile
+//! averaged over four weeks carries a quarter of the holiday into its weekday. A day
+//! that is far from its own weekday's usual values and close to another weekday's, in
+//! values and in shape, is a holiday; the models see its weekday's usual values in
+//! its place, so that they forecast the days after it as the days after an ordinary
+//! one. A day far from its weekday that keeps its shape (a level shift) or looks like
+//! no other (a new shape) is left as it is, for the regimes and the models to follow.
 
 use super::candidates::median;
 use super::ets::Season;
