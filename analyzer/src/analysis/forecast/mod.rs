@@ -213,8 +213,8 @@ pub const MAX_CALENDAR_STEPS: f64 = 10_080.0;
 pub const MAX_HARMONIC: f64 = 6.0;
 
 /// The calendar season that every detected period (`seconds`, at least one) is a
-/// harmonic of (the season over 2 to [`MAX_HARMONIC`]), where it fits in `n` points of
-/// `step` seconds: the detector found a daily shape's peaks (8, 12 and 4 hours) but not
+/// harmonic of (the season over 2 to [`MAX_HARMONIC`]), where it is modelled at `step`
+/// seconds ([`on_calendar`]) and fits in `n` points: the detector found a daily shape's peaks (8, 12 and 4 hours) but not
 /// the day, and three seasons of a few hours each filled every place the day could
 /// have been modelled in, so that the day was never tried.
 fn fundamental(seconds: &[f64], step: f64, n: usize) -> Option<f64> {
@@ -227,8 +227,14 @@ fn fundamental(seconds: &[f64], step: f64, n: usize) -> Option<f64> {
             let k = (c / s).round();
             (2.0..=MAX_HARMONIC).contains(&k) && (s * k - c).abs() <= tolerance * c
         };
-        (c / step).fract() == 0.0 && fits(n, c / step) && seconds.iter().all(harmonic)
+        on_calendar(*c, step) && fits(n, c / step) && seconds.iter().all(harmonic)
     })
+}
+
+/// Whether calendar season `c` (seconds) is modelled at `step` seconds: a whole number
+/// of steps, at most [`MAX_CALENDAR_STEPS`].
+fn on_calendar(c: f64, step: f64) -> bool {
+    c / step <= MAX_CALENDAR_STEPS && (c / step).fract() == 0.0
 }
 
 /// The seasons to model: the detected or given ones first (dominant first), then a day
@@ -266,7 +272,7 @@ fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
     let calendar = CALENDAR_SECONDS
         .iter()
         .copied()
-        .filter(|c| c / step <= MAX_CALENDAR_STEPS && (c / step).fract() == 0.0);
+        .filter(|c| on_calendar(*c, step));
     if detects {
         if let Some(day) = fundamental(&seconds, step, y.len()) {
             seconds.insert(0, day);

@@ -10,17 +10,24 @@
 use super::candidates::Path;
 use super::validation::{pick, standardise};
 
-/// Standardised errors of the choice made without each origin, on that origin, from
-/// every candidate's validation `paths` (one per origin of `origins`); with a single
-/// origin there is nothing to hold out and the errors of `chosen` are returned.
-pub fn standardised(y: &[f64], origins: &[usize], paths: &[&[Path]], chosen: &[Path]) -> Vec<f64> {
+/// Standardised errors against `truth` of the choice made on `y` without each origin,
+/// on that origin, from every candidate's validation `paths` (one per origin of
+/// `origins`); with a single origin there is nothing to hold out and the errors of
+/// `chosen` are returned. `truth` is `y` but where `y` had its holidays made ordinary.
+pub fn standardised(
+    y: &[f64],
+    truth: &[f64],
+    origins: &[usize],
+    paths: &[&[Path]],
+    chosen: &[Path],
+) -> Vec<f64> {
     if origins.len() < 2 || paths.is_empty() {
-        return standardise(y, origins, chosen);
+        return standardise(truth, origins, chosen);
     }
     (0..origins.len())
         .flat_map(|held| {
             let path = chosen_without(y, origins, paths, held);
-            standardise(y, &origins[held..=held], std::slice::from_ref(&path))
+            standardise(truth, &origins[held..=held], std::slice::from_ref(&path))
         })
         .collect()
 }
@@ -53,14 +60,14 @@ mod tests {
         let paths: Vec<&[Path]> = vec![&a, &b];
         // held out origin 0: chosen on origin 1, A (exact) -> errors 2, 2 at origin 0;
         // held out origin 1: chosen on origin 0, B (1 < 2) -> errors 1, 1 at origin 1
-        let s = standardised(&y, &origins, &paths, &a);
+        let s = standardised(&y, &y, &origins, &paths, &a);
         assert_eq!(s, vec![2.0, 2.0, 1.0, 1.0]);
         // the winner's own errors, which the bands used to be sized on, are smaller
         let own = standardise(&y, &origins, &a);
         assert_eq!(own, vec![2.0, 2.0, 0.0, 0.0]);
         // one origin: nothing to hold out
         assert_eq!(
-            standardised(&y, &origins[..1], &paths, &a[..1]),
+            standardised(&y, &y, &origins[..1], &paths, &a[..1]),
             vec![2.0, 2.0]
         );
     }

@@ -79,7 +79,7 @@ pub fn choose(
     let all: Vec<&[Path]> = scored.iter().map(|p| &p[..]).collect();
     let pick = pick(y, &origins.at, &all, None);
     Choice {
-        standardised: nested::standardised(truth, &origins.at, &all, &pick.paths),
+        standardised: nested::standardised(y, truth, &origins.at, &all, &pick.paths),
         members: pick.members,
         mae: pick.mae,
         candidate_mae: pick.candidate_mae,
