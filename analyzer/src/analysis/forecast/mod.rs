@@ -212,23 +212,32 @@ pub const MAX_CALENDAR_STEPS: f64 = 10_080.0;
 /// to six peaks (a morning and an evening rush; shifts).
 pub const MAX_HARMONIC: f64 = 6.0;
 
-/// The calendar season that every detected period (`seconds`, at least one) is a
-/// harmonic of (the season over 2 to [`MAX_HARMONIC`]), where it is modelled at `step`
-/// seconds ([`on_calendar`]) and fits in `n` points: the detector found a daily shape's peaks (8, 12 and 4 hours) but not
-/// the day, and three seasons of a few hours each filled every place the day could
-/// have been modelled in, so that the day was never tried.
-fn fundamental(seconds: &[f64], step: f64, n: usize) -> Option<f64> {
-    if seconds.is_empty() {
+/// The calendar season (in steps) that every detected period (`periods`, in steps, at
+/// least one) is a harmonic of (the season over 2 to [`MAX_HARMONIC`]), where it is
+/// modelled at `step` seconds ([`on_calendar`]) and fits in `n` points: the detector
+/// found a daily shape's peaks (8, 12 and 4 hours) but not the day, and three seasons
+/// of a few hours each filled every place the day could have been modelled in, so that
+/// the day was never tried.
+fn fundamental(periods: &[f64], step: f64, n: usize) -> Option<f64> {
+    if periods.is_empty() {
         return None;
     }
-    CALENDAR_SECONDS.iter().copied().find(|c| {
-        let tolerance = calendar_tolerance(c / step, n);
-        let harmonic = |s: &f64| {
-            let k = (c / s).round();
-            (2.0..=MAX_HARMONIC).contains(&k) && (s * k - c).abs() <= tolerance * c
-        };
-        on_calendar(*c, step) && fits(n, c / step) && seconds.iter().all(harmonic)
+    let modelled = CALENDAR_SECONDS.iter().filter(|c| on_calendar(**c, step));
+    modelled.map(|c| c / step).find(|&c| {
+        let tolerance = calendar_tolerance(c, n) * c;
+        fits(n, c) && periods.iter().all(|&p| harmonic(p, c, tolerance))
     })
+}
+
+/// How far a harmonic may be from its place, in steps: a period is moved to the whole
+/// step a series repeats best at (a day's fifth harmonic, 4.8 hours, to 5).
+const HARMONIC_STEPS: f64 = 0.5;
+
+/// Whether `s` is the season `c` over `k` from 2 to [`MAX_HARMONIC`]: `k` times `s`
+/// within `tolerance` of `c`, or within half a step of it `k` times over.
+fn harmonic(s: f64, c: f64, tolerance: f64) -> bool {
+    let k = (c / s).round();
+    (2.0..=MAX_HARMONIC).contains(&k) && (s * k - c).abs() <= tolerance.max(k * HARMONIC_STEPS)
 }
 
 /// Whether calendar season `c` (seconds) is modelled at `step` seconds: a whole number
@@ -242,7 +251,10 @@ fn on_calendar(c: f64, step: f64) -> bool {
 /// validation to accept or reject; each at least twice in the data, whole steps where
 /// within [`WHOLE_STEP_TOLERANCE`] of one (or within [`CALENDAR_TOLERANCE`] of the
 /// calendar), without repeats. Where a detector ran and found none, a tentative season
-/// of the longest busy stretch between stops comes before the calendar's.
+/// of the longest busy stretch between stops comes before the calendar's. A detected
+/// harmonic of a longer detected season comes last: that season's models hold its
+/// shape already, and kept in front it took the place of a week (a day detected with
+/// its 8 and 12 hour peaks was never modelled with its week).
 fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
     let (choice, more) = (config.period, &config.more_periods);
     // a season the caller gave is kept as given; a detected one is moved to the lag the
@@ -269,33 +281,41 @@ fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
             *s = *c;
         }
     }
-    let calendar = CALENDAR_SECONDS
-        .iter()
-        .copied()
-        .filter(|c| on_calendar(*c, step));
+    let in_steps = |s: f64| match whole_steps(s / step) {
+        m if detects && !CALENDAR_SECONDS.contains(&s) => lag::best_lag(y, m),
+        m => m,
+    };
+    let mut periods: Vec<f64> = seconds.iter().map(|&s| in_steps(s)).collect();
+    let mut harmonics = Vec::new();
     if detects {
-        if let Some(day) = fundamental(&seconds, step, y.len()) {
-            seconds.insert(0, day);
+        let longer = |p: f64| {
+            periods
+                .iter()
+                .any(|&c| fits(y.len(), c) && harmonic(p, c, 0.0))
+        };
+        (harmonics, periods) = periods.iter().partition(|&&p| longer(p));
+        if let Some(day) = fundamental(&periods, step, y.len()) {
+            // every period left is one of the day's harmonics, the strongest first
+            let of_day = std::mem::replace(&mut periods, vec![day]);
+            harmonics.splice(..0, of_day);
         }
     }
-    let given = seconds.len();
+    let given = periods.len();
     // no season detected or given: the busy stretch's tentative one, for validation
     let tentative = (given == 0 && detects)
         .then(|| tentative_lag(y, &PeriodConfig::default()))
         .flatten()
-        .map(|lag| lag * step);
-    seconds.extend(tentative);
+        .map(|lag| in_steps(lag * step));
+    periods.extend(tentative);
     let offered = config.candidate_periods.iter().copied();
-    seconds.extend(offered.filter(|s| s.is_finite() && *s > 0.0));
-    seconds.extend(calendar);
+    periods.extend(offered.filter(|s| s.is_finite() && *s > 0.0).map(in_steps));
+    let calendar = CALENDAR_SECONDS.iter().filter(|c| on_calendar(**c, step));
+    periods.extend(calendar.map(|c| c / step));
+    periods.extend(harmonics);
     let mut out = Seasons::default();
-    for (i, s) in seconds.into_iter().enumerate() {
-        let on_clock = CALENDAR_SECONDS.contains(&s);
-        let period = match whole_steps(s / step) {
-            m if detects && !on_clock => lag::best_lag(y, m),
-            m => m,
-        };
-        if !fits(y.len(), period) || out.all.iter().any(|o| (o.period() - period).abs() < 0.5) {
+    for (i, period) in periods.into_iter().enumerate() {
+        let repeat = out.all.iter().any(|o| (o.period() - period).abs() < 0.5);
+        if !fits(y.len(), period) || repeat {
             continue;
         }
         if let Some(season) = Season::new(period) {
@@ -514,28 +534,67 @@ mod tests {
     #[test]
     fn a_days_harmonics_stand_for_the_day() {
         // hourly, 30 days: a detector that found 8, 12 and 4 hours (a daily shape with
-        // three peaks) filled every place; the day goes first, the week is dropped
+        // three peaks) filled every place; the day goes first, the week second, and
+        // the strongest harmonic takes the place left
         let n = 24 * 30;
         let y: Vec<f64> = (0..n).map(|i| ((i * 7919) % 13) as f64).collect();
-        let cfg = ForecastConfig {
-            period: PeriodChoice::Detected,
-            more_periods: vec![28_800.0, 43_200.0, 14_400.0],
-            ..Default::default()
+        let detected = |more_periods: Vec<f64>| {
+            let cfg = ForecastConfig {
+                period: PeriodChoice::Detected,
+                more_periods,
+                ..Default::default()
+            };
+            seasons_of(&y, 3600.0, &cfg)
         };
-        let seasons = seasons_of(&y, 3600.0, &cfg);
-        let periods: Vec<f64> = seasons.all().iter().map(|s| s.period()).collect();
-        assert_eq!(periods, vec![24.0, 8.0, 12.0]);
+        let periods = |s: &Seasons| s.all().iter().map(|s| s.period()).collect::<Vec<_>>();
+        let seasons = detected(vec![28_800.0, 43_200.0, 14_400.0]);
+        assert_eq!(periods(&seasons), vec![24.0, 168.0, 8.0]);
         assert_eq!(seasons.dominant().map(|s| s.period()), Some(24.0));
+        assert_eq!(
+            seasons.detected().len(),
+            1,
+            "the harmonics are no longer detected"
+        );
+        // a day found with its peaks; and an eighth harmonic (3 h, beyond the
+        // harmonics that stand for a day) that is the fourth of 12 hours
+        let seasons = detected(vec![28_800.0, 86_400.0, 43_200.0]);
+        assert_eq!(periods(&seasons), vec![24.0, 168.0, 8.0]);
+        let seasons = detected(vec![28_800.0, 43_200.0, 10_800.0]);
+        assert_eq!(periods(&seasons), vec![24.0, 168.0, 8.0]);
+        // two seasons of their own stay, the longer within six of the shorter or not
+        let seasons = detected(vec![86_400.0, 604_800.0]);
+        assert_eq!(periods(&seasons), vec![24.0, 168.0]);
+        assert_eq!(seasons.detected().len(), 2);
+        let seasons = detected(vec![36_000.0, 86_400.0]);
+        assert_eq!(periods(&seasons), vec![10.0, 24.0, 168.0]);
         // an hourly cron on 1 min data is no shape of the day (its 24th harmonic), nor
         // are 8 and 10 hours (10 is none), nor a day that does not fit twice
-        assert_eq!(fundamental(&[3600.0], 60.0, 1440 * 7), None);
-        assert_eq!(fundamental(&[28_800.0, 36_000.0], 3600.0, n), None);
-        assert_eq!(fundamental(&[28_800.0], 3600.0, 40), None);
-        assert_eq!(
-            fundamental(&[28_810.0, 43_190.0], 3600.0, n),
-            Some(86_400.0)
-        );
+        assert_eq!(fundamental(&[60.0], 60.0, 1440 * 7), None);
+        assert_eq!(fundamental(&[8.0, 10.0], 3600.0, n), None);
+        assert_eq!(fundamental(&[8.0], 3600.0, 40), None);
+        assert_eq!(fundamental(&[8.0, 12.1], 3600.0, n), Some(24.0));
         assert_eq!(fundamental(&[], 3600.0, n), None);
+    }
+
+    #[test]
+    fn a_day_found_with_its_peaks_is_forecast_with_its_week() {
+        // an office week that ends on a Friday evening, whose detector found the day's
+        // peaks (8, 12 and 4.8 hours): the weekend ahead is forecast as a weekend
+        use crate::analysis::fixtures::{office_day, office_hours};
+        let y = office_hours(33, &[], 7);
+        let config = ForecastConfig {
+            horizon_steps: 48,
+            step_seconds: Some(3600.0),
+            period: PeriodChoice::Detected,
+            more_periods: vec![28_800.0, 43_200.0, 17_280.0],
+            ..Default::default()
+        };
+        let f = forecast(&Series::from_values(&y, 3600.0), &config).expect("forecast");
+        let mae = (0..48)
+            .map(|j| (f.point[j] - office_day(y.len() + j, &[])).abs())
+            .sum::<f64>()
+            / 48.0;
+        assert!(mae < 3.0, "{} MAE {mae:.1}", f.model);
     }
 
     #[test]
