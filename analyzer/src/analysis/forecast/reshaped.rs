@@ -51,8 +51,9 @@ pub const TAIL_NOVELTY: f64 = 2.0;
 pub const MIN_REFERENCES: usize = 4;
 /// A last third is at a new level only where its mean moved by at least this many of
 /// its mean absolute deviations from every earlier stretch of its phase: a level that
-/// usually repeats to the unit is not new for a move within its own noise (at 0.5, a
-/// clock-shifted weekend and weekday series of the development seeds were taken).
+/// usually repeats to the unit is not new for a move within its own noise (without
+/// this floor, clock-shifted days of five development seeds were taken; at 0.5, a few
+/// of the first set's hourly multiplicative series).
 pub const MIN_MOVE: f64 = 2.0;
 
 /// How a stretch is compared with the earlier stretches of its phase.
