@@ -3,6 +3,7 @@
 
 pub mod classify;
 pub mod colocate;
+pub mod correlation;
 pub mod findings;
 #[cfg(test)]
 pub mod fixtures;

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::calibrate::{self, Observation};
 use super::{Constants, Mode};
+use crate::analysis::correlation::pearson;
 
 /// Spearman's rank correlation of `x` and `y` (average ranks for ties); NaN when
 /// either is constant or shorter than 3.
@@ -16,7 +17,7 @@ pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
     if x.len() != y.len() || x.len() < 3 {
         return f64::NAN;
     }
-    pearson(&ranks(x), &ranks(y))
+    pearson(&ranks(x), &ranks(y)).unwrap_or(f64::NAN)
 }
 
 fn ranks(v: &[f64]) -> Vec<f64> {
@@ -35,15 +36,6 @@ fn ranks(v: &[f64]) -> Vec<f64> {
         i = j + 1;
     }
     r
-}
-
-fn pearson(x: &[f64], y: &[f64]) -> f64 {
-    let n = x.len() as f64;
-    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
-    let cov: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
-    let vx: f64 = x.iter().map(|a| (a - mx).powi(2)).sum();
-    let vy: f64 = y.iter().map(|b| (b - my).powi(2)).sum();
-    cov / (vx * vy).sqrt()
 }
 
 /// Rank correlation of pair scores and mean absolute error of both sides.

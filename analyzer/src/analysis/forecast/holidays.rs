@@ -11,6 +11,7 @@
 
 use super::candidates::median;
 use super::ets::Season;
+use crate::analysis::correlation::pearson;
 
 /// Fewest cycles of the week whose median gives a weekday's usual values: with two,
 /// the holiday's own week is half of it.
@@ -183,7 +184,7 @@ impl<'a> Days<'a> {
     fn shape(&self, a: usize, k: usize) -> f64 {
         let day = self.week.day;
         let usual: Vec<f64> = (a..a + day).map(|t| self.usual_at(t, k)).collect();
-        explained(&self.y[a..a + day], &usual)
+        pearson(&self.y[a..a + day], &usual).map_or(0.0, |r| r * r)
     }
 
     /// Whether the day at `a` is a holiday: unusual for its weekday between days usual
@@ -219,24 +220,6 @@ impl<'a> Days<'a> {
             }
         }
         found
-    }
-}
-
-/// The share of the variance of `y` a line in `x` explains (the squared correlation;
-/// 0 where either is constant).
-fn explained(y: &[f64], x: &[f64]) -> f64 {
-    let k = y.len() as f64;
-    let (my, mx) = (y.iter().sum::<f64>() / k, x.iter().sum::<f64>() / k);
-    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
-    for (a, b) in y.iter().zip(x) {
-        sxy += (a - my) * (b - mx);
-        sxx += (b - mx) * (b - mx);
-        syy += (a - my) * (a - my);
-    }
-    if sxx > 0.0 && syy > 0.0 {
-        sxy * sxy / (sxx * syy)
-    } else {
-        0.0
     }
 }
 

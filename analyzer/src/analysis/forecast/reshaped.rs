@@ -52,8 +52,9 @@ pub const MIN_REFERENCES: usize = 4;
 /// A last third is at a new level only where its mean moved by at least this many of
 /// its mean absolute deviations from every earlier stretch of its phase: a level that
 /// usually repeats to the unit is not new for a move within its own noise (without
-/// this floor, clock-shifted days of five development seeds were taken; at 0.5, a few
-/// of the first set's hourly multiplicative series).
+/// this floor the clock-shift class lost on five development seeds, a weekend day an
+/// hour off taken for a new shape; at 0.5 the first set's hourly multiplicative class
+/// lost 0.07 sMAPE).
 pub const MIN_MOVE: f64 = 2.0;
 
 /// How a stretch is compared with the earlier stretches of its phase.
