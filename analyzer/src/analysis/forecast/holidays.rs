@@ -42,7 +42,7 @@ impl Week {
             .filter(|s| s.period().fract() == 0.0)
             .map(|s| s.bins())
             .collect();
-        let mut weeks: Vec<Week> = whole
+        whole
             .iter()
             .flat_map(|&week| {
                 whole
@@ -54,9 +54,7 @@ impl Week {
                     })
             })
             .filter(|w| w.days <= MAX_DAYS)
-            .collect();
-        weeks.sort_by_key(|w| (w.steps(), w.day));
-        weeks.pop()
+            .max_by_key(|w| (w.steps(), w.day))
     }
 
     /// Steps in the week.
