@@ -6,12 +6,12 @@
 //! the regime's median are validated again ([`settle`]); the choice is kept unless one
 //! of the two errs strictly less.
 //!
-//! A break like one before the last origin (a sawtooth's reset, a job restarting as
-//! before) opens no young regime: validation has seen the candidates cross such a
-//! jump. On the H100's run4 recording, treating every reset as new took the memory
+//! A break like one before the last origin, landing where that one did (a sawtooth's
+//! reset, a job restarting as before), opens no young regime: validation has seen the
+//! candidates cross such a jump. On the H100's run4 recording, treating every reset as new took the memory
 //! series (ramped and freed) from sMAPE 42.99 to 50.83 and MASE 5.70 to 6.18.
 
-use super::breaks::since_last_break;
+use super::breaks::{since_last_break, LEVEL_WINDOW};
 use super::candidates::{median, Path};
 use super::hedge::moves_in_steps;
 use super::validation::Origins;
@@ -54,19 +54,30 @@ pub fn young_start(y: &[f64], origins: &Origins) -> Option<usize> {
 /// Bounds, as multiples of the jump that opens a regime, of an earlier jump that makes
 /// it a repeat: a sawtooth's reset, a job restarting as it did before.
 pub const LIKE_JUMP: (f64, f64) = (0.5, 2.0);
+/// ... and how far, as a share of the jump, the level an earlier jump reached (the
+/// median of the [`LEVEL_WINDOW`] points after it) may lie from the level this one
+/// reached: a reset lands on the same floor and a restarted job at its old load, but a
+/// cluster that went from idle to a partial load had only ever gone from idle to
+/// pinned, and validation never saw a candidate in such a load.
+pub const LIKE_LANDING: f64 = 0.25;
 
 /// Whether the jump at break `start` has a like one (same sign, size within
-/// [`LIKE_JUMP`]) before `last`: validation has scored the candidates across such a
-/// jump already, so the regime after it is not new to it.
+/// [`LIKE_JUMP`], landing within [`LIKE_LANDING`] of where this one did) before `last`:
+/// validation has scored the candidates across such a jump already, so the regime
+/// after it is not new to it.
 fn recurs(y: &[f64], start: usize, last: usize) -> bool {
     if start == 0 || start <= last {
         return false;
     }
     let jump = y[start] - y[start - 1];
     let (low, high) = (LIKE_JUMP.0 * jump.abs(), LIKE_JUMP.1 * jump.abs());
-    y[..last].windows(2).any(|w| {
-        let d = w[1] - w[0];
-        d.signum() == jump.signum() && (low..=high).contains(&d.abs())
+    let landing = |t: usize| median(y[t..(t + LEVEL_WINDOW).min(y.len())].to_vec());
+    let landed = landing(start);
+    (1..last).any(|t| {
+        let d = y[t] - y[t - 1];
+        d.signum() == jump.signum()
+            && (low..=high).contains(&d.abs())
+            && (landing(t) - landed).abs() <= LIKE_LANDING * jump.abs()
     })
 }
 
@@ -325,6 +336,35 @@ mod tests {
         fresh[480..].iter_mut().for_each(|v| *v -= 200.0);
         assert!(recurs(&y, 480, 460) && !recurs(&fresh, 480, 460));
         assert_eq!(young_start(&fresh, &origins), Some(480));
+    }
+
+    #[test]
+    fn a_jump_like_an_earlier_one_to_another_level_is_a_young_regime() {
+        // idle, pinned at 100 from step 300 to 600, idle again, then a partial load ±5
+        // around 60 from step 900: the jump up is of the size of the one at 300, but
+        // lands 40 away from where that one did, in a load validation never saw
+        let e = noise(13, 1000);
+        let y: Vec<f64> = (0..1000)
+            .map(|t| match t {
+                _ if t >= 900 => 60.0 + 5.0 * e[t],
+                _ if (300..600).contains(&t) => 100.0,
+                _ => 0.0,
+            })
+            .collect();
+        let origins = Origins {
+            at: vec![780, 880],
+            steps: 100,
+        };
+        assert!(!recurs(&y, 900, 880));
+        assert_eq!(young_start(&y, &origins), Some(900));
+        // the same jump landing at the old load (a job restarting as before) recurs
+        let mut again = y.clone();
+        again[900..]
+            .iter_mut()
+            .zip(&e[900..])
+            .for_each(|(v, e)| *v = 98.0 + 2.0 * e);
+        assert!(recurs(&again, 900, 880));
+        assert_eq!(young_start(&again, &origins), None);
     }
 
     #[test]
