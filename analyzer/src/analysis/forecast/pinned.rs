@@ -74,10 +74,11 @@ pub fn trailing_run(y: &[f64]) -> usize {
 
 /// Whether `y` has sat on its last value for at least [`MIN_RUN`] steps and either a
 /// whole longest season (a cycle would have moved it) or, within a cycle, longer than
-/// any run that ended on its own before and where no cycle of `seasons` (in steps) sat
-/// on it a cycle ago: a job that stopped mid-cycle, not a nightly idle nor one of the
-/// series' usual pauses. A shorter run is a stop only when it cannot be anything else
-/// (`a_stop_unheard_of`).
+/// any run at that value that ended on its own before and where no cycle of `seasons`
+/// (in steps) sat on it a cycle ago: a job that stopped mid-cycle, not a nightly idle
+/// nor one of the series' usual pauses (a cluster once pinned at 100 for a while says
+/// nothing of how long it idles at 0). A shorter run is a stop only when it cannot be
+/// anything else (`a_stop_unheard_of`).
 pub fn is_pinned(y: &[f64], seasons: &[f64]) -> bool {
     let run = trailing_run(y);
     let before = &y[..y.len() - run];
@@ -86,7 +87,7 @@ pub fn is_pinned(y: &[f64], seasons: &[f64]) -> bool {
     }
     let longest = seasons.iter().copied().fold(0.0, f64::max);
     run as f64 >= longest
-        || (run > longest_pause(before, longest)
+        || (run > longest_pause(before, y[y.len() - 1], longest)
             && !seasons.iter().any(|&m| sat_a_cycle_ago(y, run, m)))
 }
 
@@ -120,10 +121,11 @@ fn a_stop_unheard_of(before: &[f64], value: f64, run: usize) -> bool {
         && before.iter().all(|v| (v - value).abs() > SAME)
 }
 
-/// The longest run of equal values in `y` shorter than `longest` steps (a pause that
-/// ended within a cycle); 0 without one.
-fn longest_pause(y: &[f64], longest: f64) -> usize {
+/// The longest run at `value` in `y` shorter than `longest` steps (a pause that ended
+/// within a cycle); 0 without one.
+fn longest_pause(y: &[f64], value: f64, longest: f64) -> usize {
     runs(y, SAME)
+        .filter(|r| (y[r.start] - value).abs() <= SAME)
         .map(|r| r.len())
         .filter(|&len| (len as f64) < longest)
         .max()
@@ -242,6 +244,17 @@ mod tests {
         let mut y = iterations(600);
         y.extend([0.0; 30]);
         assert!(is_pinned(&y, &[60.0]), "30 steps at 0, never seen before");
+    }
+
+    #[test]
+    fn a_stop_is_measured_against_earlier_stops_at_its_value() {
+        // a cluster pinned at 100 for 40 steps once, then busy again; now at 0 for 30
+        // steps, which it never sat at: the held 100 says nothing of how long it idles
+        let mut y = iterations(600);
+        y[200..240].iter_mut().for_each(|v| *v = 100.0);
+        y.extend([0.0; 30]);
+        assert!(is_pinned(&y, &[60.0]));
+        // (an earlier idle of 40 steps at 0 would be: `a_phase_that_sat_there_…`)
     }
 
     #[test]
