@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use super::breaks::{carries_trend, shorter, Regimes, MIN_SEGMENT};
+use super::decay::decay;
 use super::decompose::{Scale, Seasonals};
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
@@ -291,8 +292,30 @@ pub(super) fn profile_part<'a>(regimes: &Regimes, y: &'a [f64], seasons: &[Seaso
     }
 }
 
-/// Every season removed by [`Seasonals`], then non-seasonal ETS or Theta on the rest;
-/// forecasts on the scale of its cache.
+/// What forecasts the rest of a decomposition (the series without its seasons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rest {
+    /// ETS(A,N,N): simple smoothing, the level carried flat.
+    Level,
+    /// Theta: simple smoothing plus half the line's slope.
+    Theta,
+    /// AR(1) around the last cycle's mean: the deviation fades ([`decay`]).
+    Decay,
+}
+
+impl Rest {
+    /// The model's name after `mstl(…)+`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Rest::Level => "ets(A,N,N)",
+            Rest::Theta => "theta",
+            Rest::Decay => "ar(1)",
+        }
+    }
+}
+
+/// Every season removed by [`Seasonals`], then a non-seasonal model of the rest
+/// ([`Rest`]); forecasts on the scale of its cache.
 pub struct Decomposed {
     /// The seasons, dominant first.
     pub seasons: Vec<Season>,
@@ -300,8 +323,8 @@ pub struct Decomposed {
     pub cache: Arc<DecompositionCache>,
     /// ETS without season, fitted to the seasonally adjusted training data.
     pub fit: EtsFit,
-    /// Theta: simple smoothing plus half the line's slope, instead of the ETS trend.
-    pub theta: bool,
+    /// The model of the rest.
+    pub rest: Rest,
 }
 
 impl Decomposed {
@@ -318,40 +341,27 @@ impl Decomposed {
             seasons: seasons.to_vec(),
             cache,
             fit,
-            theta: false,
+            rest: Rest::Level,
         }
     }
 
-    /// The same decomposition and fit with Theta's drift (sharing the decompositions).
-    pub fn with_theta(&self) -> Self {
+    /// The same decomposition with `rest` as the model of the rest (sharing the
+    /// decompositions).
+    pub fn with_rest(&self, rest: Rest) -> Self {
         Decomposed {
             seasons: self.seasons.clone(),
             cache: self.cache.clone(),
             fit: self.fit.clone(),
-            theta: true,
+            rest,
         }
     }
-}
 
-impl Candidate for Decomposed {
-    fn name(&self) -> String {
-        let periods: Vec<String> = self.seasons.iter().map(|s| trim(s.period())).collect();
-        let rest = if self.theta {
-            "theta".to_string()
-        } else {
-            self.fit.spec.name()
-        };
-        format!("mstl({})+{rest}", periods.join(","))
-    }
-    fn period(&self) -> Option<f64> {
-        self.seasons.first().map(|s| s.period())
-    }
-    fn forecast(&self, y: &[f64], h: usize) -> Path {
-        let decomposition = self.cache.get(y, &self.seasons);
-        let (seasonals, adjusted) = (&decomposition.0, &decomposition.1);
+    /// Simple smoothing of the `adjusted` rest, with Theta's drift where that is the
+    /// model.
+    fn smoothed(&self, adjusted: &[f64], h: usize) -> Path {
         let fit = self.fit.rerun(recent(adjusted, 0));
         let (mut point, var) = fit.forecast(h);
-        if self.theta {
+        if self.rest == Rest::Theta {
             // Theta(2) as simple smoothing with drift: half the slope of the line,
             // phased in as the level forgets its start.
             let (_, slope) = least_squares_line(adjusted);
@@ -361,6 +371,28 @@ impl Candidate for Decomposed {
                 *p += 0.5 * slope * (j as f64 + 1.0 / a - fade);
             }
         }
+        Path { point, var }
+    }
+}
+
+impl Candidate for Decomposed {
+    fn name(&self) -> String {
+        let periods: Vec<String> = self.seasons.iter().map(|s| trim(s.period())).collect();
+        format!("mstl({})+{}", periods.join(","), self.rest.name())
+    }
+    fn period(&self) -> Option<f64> {
+        self.seasons.first().map(|s| s.period())
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let decomposition = self.cache.get(y, &self.seasons);
+        let (seasonals, adjusted) = (&decomposition.0, &decomposition.1);
+        let Path { mut point, var } = match self.rest {
+            Rest::Decay => {
+                let cycle = self.seasons.iter().map(|s| s.bins()).max().unwrap_or(0);
+                decay(adjusted, cycle, h)
+            }
+            Rest::Level | Rest::Theta => self.smoothed(adjusted, h),
+        };
         for (p, s) in point.iter_mut().zip(seasonals.extend(h)) {
             *p += s;
         }
@@ -372,8 +404,9 @@ impl Candidate for Decomposed {
 /// `train`): naive, seasonal-naive and the seasonal median per season, the median of
 /// the last `recent` values, the line, ETS with the `dominant` season
 /// (or none) and trend none / additive / damped, and with any of the `decomposed`
-/// seasons (a subset of `seasons`) the decomposition by all of those with ETS(A,N,N)
-/// or Theta.
+/// seasons (a subset of `seasons`) the decomposition by all of those with ETS(A,N,N),
+/// Theta or AR(1) on the rest ([`Rest`]), additive and, where the swing scales with
+/// the level, in logs.
 pub fn build(
     train: &[f64],
     seasons: &[Season],
@@ -415,14 +448,16 @@ pub fn build(
     if !decomposed.is_empty() {
         let cache = Arc::new(DecompositionCache::new(regimes.clone(), Scale::Linear));
         let level = Decomposed::build(train, decomposed, cache);
-        let theta = level.with_theta();
+        let (theta, fading) = (level.with_rest(Rest::Theta), level.with_rest(Rest::Decay));
         out.push(Box::new(level));
         out.push(Box::new(theta));
+        out.push(Box::new(fading));
         // the same in logs, for a positive series whose profile scales with its level
         if let Some(log) = LogDecomposed::build(train, decomposed, regimes.clone()) {
-            let theta = log.with_theta();
+            let (theta, fading) = (log.with_rest(Rest::Theta), log.with_rest(Rest::Decay));
             out.push(Box::new(log));
             out.push(Box::new(theta));
+            out.push(Box::new(fading));
         }
     }
     out
@@ -513,6 +548,44 @@ mod tests {
         assert_eq!(within.point[8..], y[300..312]);
         let plain = SeasonalNaive(season, None).forecast(&y, 20);
         assert_eq!(plain.point[..8], [0.0; 8], "the idle stretch, copied");
+    }
+
+    #[test]
+    fn a_deviation_from_the_profile_fades_in_the_decay_model_and_stays_in_smoothing() {
+        // hourly: a daily profile plus deviations that keep 0.9 of themselves each
+        // hour; the last hours ran 15 above the profile. The expected next two days
+        // are the profile plus that deviation fading: AR(1) on the rest follows it,
+        // simple smoothing carries the whole deviation into both days
+        let profile = |t: usize| 50.0 + 20.0 * (2.0 * std::f64::consts::PI * t as f64 / 24.0).sin();
+        let mut noise = crate::analysis::fixtures::Noise(17);
+        let mut e = 0.0;
+        let n = 24 * 28;
+        let mut y: Vec<f64> = (0..n)
+            .map(|t| {
+                e = 0.9 * e + noise.normal();
+                profile(t) + e
+            })
+            .collect();
+        for (k, v) in y[n - 6..].iter_mut().enumerate() {
+            *v = profile(n - 6 + k) + 15.0;
+        }
+        let day = [Season::new(24.0).unwrap()];
+        let cache = Arc::new(DecompositionCache::new(Arc::default(), Scale::Linear));
+        let level = Decomposed::build(&y, &day, cache);
+        let fading = level.with_rest(Rest::Decay);
+        assert_eq!(fading.name(), "mstl(24)+ar(1)");
+        let error = |c: &dyn Candidate| {
+            let p = c.forecast(&y, 48);
+            let expected = (0..48).map(|j| profile(n + j) + 15.0 * 0.9f64.powi(j as i32 + 1));
+            p.point
+                .iter()
+                .zip(expected)
+                .map(|(f, x)| (f - x).abs())
+                .sum::<f64>()
+                / 48.0
+        };
+        let (faded, carried) = (error(&fading), error(&level));
+        assert!(faded < 0.4 * carried, "ar(1) {faded}, smoothing {carried}");
     }
 
     #[test]

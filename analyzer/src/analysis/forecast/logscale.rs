@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use super::breaks::Regimes;
-use super::candidates::{Candidate, Decomposed, DecompositionCache, Path, SeasonalNaive};
+use super::candidates::{Candidate, Decomposed, DecompositionCache, Path, Rest, SeasonalNaive};
 use super::decompose::Scale;
 use super::ets::Season;
 
@@ -94,9 +94,10 @@ impl LogDecomposed {
         Some(LogDecomposed(Decomposed::build(train, seasons, cache)))
     }
 
-    /// The same decomposition and fit with Theta's drift (sharing the decompositions).
-    pub fn with_theta(&self) -> LogDecomposed {
-        LogDecomposed(self.0.with_theta())
+    /// The same decomposition with `rest` as the model of the rest (sharing the
+    /// decompositions).
+    pub fn with_rest(&self, rest: Rest) -> LogDecomposed {
+        LogDecomposed(self.0.with_rest(rest))
     }
 }
 
@@ -108,8 +109,7 @@ impl Candidate for LogDecomposed {
             .iter()
             .map(|s| format!("{}", s.period()))
             .collect();
-        let rest = if self.0.theta { "theta" } else { "ets(A,N,N)" };
-        format!("mstl-log({})+{rest}", periods.join(","))
+        format!("mstl-log({})+{}", periods.join(","), self.0.rest.name())
     }
     fn period(&self) -> Option<f64> {
         self.0.period()
@@ -187,7 +187,7 @@ mod tests {
         let day = [Season::new(24.0).unwrap()];
         let level =
             LogDecomposed::build(&y[..n - 48], &day, Arc::default()).expect("positive, scaling");
-        let theta = level.with_theta();
+        let theta = level.with_rest(Rest::Theta);
         assert_eq!(theta.name(), "mstl-log(24)+theta");
         let (lagging, carried) = (
             worst_relative_error(&level, &y, 48),

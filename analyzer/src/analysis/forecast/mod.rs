@@ -16,6 +16,7 @@ pub mod bounds;
 pub mod breaks;
 pub mod candidates;
 pub mod censored;
+pub mod decay;
 pub mod decompose;
 pub mod ets;
 pub mod floor;
