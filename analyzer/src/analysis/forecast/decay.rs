@@ -17,8 +17,7 @@ pub const MAX_PHI: f64 = 0.99;
 /// The AR(1) forecast of `h` steps after `rest`: the mean `mu` of its last `window`
 /// values (at least [`MIN_WINDOW`], at most all), plus the last deviation from it times
 /// `phi^j`, where `phi` is the deviations' lag-one correlation (0 to [`MAX_PHI`]). The
-/// variance grows from the deviations' own to it as the deviation fades, plus the
-/// mean's.
+/// variance is the mean's, plus the deviations' own in the share that has faded.
 pub fn decay(rest: &[f64], window: usize, h: usize) -> Path {
     let w = window.max(MIN_WINDOW).min(rest.len());
     let recent = &rest[rest.len() - w..];
