@@ -102,15 +102,27 @@ pub fn reshaped(y: &[f64], seasons: &[Season], last_origin: usize) -> Option<Sea
         .copied()
         .filter(|s| {
             let p = cycle(s);
-            is_new_shape(y, p, last_origin)
-                || (too_noisy(y, p, last_origin) && is_new_shape(&smoothed(y), p, last_origin))
+            let cycles = Cycles {
+                y,
+                p,
+                seen: last_origin,
+            };
+            let usual = cycles.usual(p, Likeness::Shape);
+            is_reshaped(&cycles, usual)
+                || is_settled(y, p)
+                || (usual.is_some_and(too_noisy) && is_reshaped_smoothed(y, p, last_origin))
         })
 }
 
-/// Whether the last cycle of `p` steps is a new shape ([`is_reshaped`]) or the last two
-/// are one that settled ([`is_settled`]).
-fn is_new_shape(y: &[f64], p: usize, last_origin: usize) -> bool {
-    is_reshaped(y, p, last_origin) || is_settled(y, p)
+/// [`is_reshaped`] on `y` averaged over [`SMOOTHING`] steps.
+fn is_reshaped_smoothed(y: &[f64], p: usize, last_origin: usize) -> bool {
+    let smooth = smoothed(y);
+    let cycles = Cycles {
+        y: &smooth,
+        p,
+        seen: last_origin,
+    };
+    is_reshaped(&cycles, cycles.usual(p, Likeness::Shape))
 }
 
 /// Steps a noisy series is averaged over (centred) before its cycles' shapes are
@@ -118,19 +130,12 @@ fn is_new_shape(y: &[f64], p: usize, last_origin: usize) -> bool {
 /// span more than three hours.
 pub const SMOOTHING: usize = 3;
 
-/// Whether noise alone leaves so much of the swing unexplained between like cycles
-/// that no cycle can be [`NOVELTY`] times farther (the share is at most about 1):
-/// without smoothing, no change in such a series is ever new (`forecast-fresh --seed
-/// 16`, structural break #18, forecast with the old shape).
-fn too_noisy(y: &[f64], p: usize, last_origin: usize) -> bool {
-    let cycles = Cycles {
-        y,
-        p,
-        seen: last_origin,
-    };
-    cycles
-        .usual(p, Likeness::Shape)
-        .is_some_and(|usual| NOVELTY * usual >= 1.0)
+/// Whether noise alone leaves so much of the swing unexplained between like cycles (the
+/// `usual` share) that no cycle can be [`NOVELTY`] times farther (the share is at most
+/// about 1): without smoothing, no change in such a series is ever new
+/// (`forecast-fresh --seed 16`, structural break #18, forecast with the old shape).
+fn too_noisy(usual: f64) -> bool {
+    NOVELTY * usual >= 1.0
 }
 
 /// `y` averaged over [`SMOOTHING`] steps centred on each (fewer at the ends).
@@ -157,16 +162,13 @@ fn is_settled(y: &[f64], p: usize) -> bool {
         && shape(y, n - p) == Some(false)
 }
 
-/// Whether the last cycle of `p` steps of `y` is a new shape, and its last third a
-/// new shape or at a new level, next to the cycles before `last_origin`.
-fn is_reshaped(y: &[f64], p: usize, last_origin: usize) -> bool {
-    let cycles = Cycles {
-        y,
-        p,
-        seen: last_origin,
-    };
+/// Whether the last cycle of `cycles` is a new shape (against `usual`, the whole
+/// cycles' usual distance), and its last third a new shape or at a new level, next to
+/// the cycles before the last origin.
+fn is_reshaped(cycles: &Cycles, usual: Option<f64>) -> bool {
+    let p = cycles.p;
     let tail = p.div_ceil(3);
-    cycles.is_new(p, NOVELTY, Likeness::Shape) == Some(true)
+    usual.and_then(|u| cycles.is_beyond(u, p, NOVELTY, Likeness::Shape)) == Some(true)
         && [Likeness::Shape, Likeness::Level]
             .into_iter()
             .any(|like| cycles.is_new(tail, TAIL_NOVELTY, like) == Some(true))
@@ -186,7 +188,11 @@ impl Cycles<'_> {
     /// are from theirs ([`Cycles::usual`]); `None` without [`MIN_REFERENCES`] such
     /// earlier stretches.
     fn is_new(&self, len: usize, novelty: f64, like: Likeness) -> Option<bool> {
-        let usual = self.usual(len, like)?;
+        self.is_beyond(self.usual(len, like)?, len, novelty, like)
+    }
+
+    /// [`Cycles::is_new`] against a `usual` distance already found.
+    fn is_beyond(&self, usual: f64, len: usize, novelty: f64, like: Likeness) -> Option<bool> {
         let last = self.nearest(len, self.y.len(), self.skip(), like)?;
         Some(last > novelty * usual && last > like.floor())
     }
@@ -322,9 +328,15 @@ mod tests {
         let (mut found, mut unsmoothed) = (0, 0);
         for seed in 1..=20 {
             let y = series(seed, &night);
-            assert!(too_noisy(&y, DAY, LAST_ORIGIN), "seed {seed}");
+            let cycles = Cycles {
+                y: &y,
+                p: DAY,
+                seen: LAST_ORIGIN,
+            };
+            let usual = cycles.usual(DAY, Likeness::Shape);
+            assert!(usual.is_some_and(too_noisy), "seed {seed}");
             found += usize::from(reshaped(&y, &day(), LAST_ORIGIN).is_some());
-            unsmoothed += usize::from(is_new_shape(&y, DAY, LAST_ORIGIN));
+            unsmoothed += usize::from(is_reshaped(&cycles, usual) || is_settled(&y, DAY));
             let same = series(seed + 100, &office);
             assert_eq!(reshaped(&same, &day(), LAST_ORIGIN), None, "seed {seed}");
         }
