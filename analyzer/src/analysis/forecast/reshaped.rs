@@ -89,7 +89,9 @@ impl Likeness {
 /// The longest of `seasons` whose cycle fits after `last_origin` (the last validation
 /// origin), if the last cycle of `y`, and its last third, are unlike every one of the
 /// [`LOOKBACK`] cycles before that origin (a shape validation has not seen), or if the
-/// last two cycles took a new shape together ([`is_settled`]).
+/// last two cycles took a new shape together ([`is_settled`]); in a series too noisy
+/// for that test ([`too_noisy`]), the first test again on it averaged over
+/// [`SMOOTHING`] steps.
 pub fn reshaped(y: &[f64], seasons: &[Season], last_origin: usize) -> Option<Season> {
     if moves_in_steps(y) {
         return None;
