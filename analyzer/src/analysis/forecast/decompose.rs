@@ -128,6 +128,12 @@ fn full_windows(n: usize, w: usize) -> std::ops::Range<usize> {
     }
 }
 
+/// `y` averaged over `w` steps centred on each (fewer at the ends).
+pub(super) fn centred_average(y: &[f64], w: usize) -> Vec<f64> {
+    let average = MovingAverage::of(y, w);
+    (0..y.len()).map(|t| average.at(t)).collect()
+}
+
 /// Centred moving average of width `w` (shrinking at the ends), read step by step
 /// from prefix sums: the profile reads it only over the full windows.
 struct MovingAverage {

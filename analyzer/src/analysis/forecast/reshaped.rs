@@ -32,6 +32,7 @@
 //! the pinned, held and young rules judge them (without this, the first set's 5 min GPU
 //! cluster class lost up to 2.6 sMAPE on a seed).
 
+use super::decompose::centred_average;
 use super::ets::Season;
 use super::hedge::moves_in_steps;
 
@@ -102,23 +103,26 @@ pub fn reshaped(y: &[f64], seasons: &[Season], last_origin: usize) -> Option<Sea
         .filter(|s| cycle(s) <= y.len() - last_origin)
         .max_by(|a, b| a.period().total_cmp(&b.period()))
         .copied()
-        .filter(|s| {
-            let p = cycle(s);
-            let cycles = Cycles {
-                y,
-                p,
-                seen: last_origin,
-            };
-            let usual = cycles.usual(p, Likeness::Shape);
-            is_reshaped(&cycles, usual)
-                || is_settled(y, p)
-                || (usual.is_some_and(too_noisy) && is_reshaped_smoothed(y, p, last_origin))
-        })
+        .filter(|s| is_new_shape(y, cycle(s), last_origin))
 }
 
-/// [`is_reshaped`] on `y` averaged over [`SMOOTHING`] steps.
-fn is_reshaped_smoothed(y: &[f64], p: usize, last_origin: usize) -> bool {
-    let smooth = smoothed(y);
+/// Whether the last cycle of `p` steps is new ([`is_reshaped`]; on the series averaged
+/// over [`SMOOTHING`] steps where it is [`too_noisy`] for that), or the last two
+/// settled on a new shape ([`is_settled`]).
+fn is_new_shape(y: &[f64], p: usize, last_origin: usize) -> bool {
+    let cycles = Cycles {
+        y,
+        p,
+        seen: last_origin,
+    };
+    let usual = cycles.usual(p, Likeness::Shape);
+    if is_reshaped(&cycles, usual) || is_settled(y, p) {
+        return true;
+    }
+    if !usual.is_some_and(too_noisy) {
+        return false;
+    }
+    let smooth = centred_average(y, SMOOTHING);
     let cycles = Cycles {
         y: &smooth,
         p,
@@ -138,17 +142,6 @@ pub const SMOOTHING: usize = 3;
 /// (`forecast-fresh --seed 16`, structural break #18, forecast with the old shape).
 fn too_noisy(usual: f64) -> bool {
     NOVELTY * usual >= 1.0
-}
-
-/// `y` averaged over [`SMOOTHING`] steps centred on each (fewer at the ends).
-fn smoothed(y: &[f64]) -> Vec<f64> {
-    let (n, half) = (y.len(), SMOOTHING / 2);
-    (0..n)
-        .map(|t| {
-            let window = &y[t.saturating_sub(half)..(t + SMOOTHING - half).min(n)];
-            window.iter().sum::<f64>() / window.len() as f64
-        })
-        .collect()
 }
 
 /// Whether the last two cycles of `p` steps of `y` are alike, and each a new shape next

@@ -8,8 +8,9 @@
 //!
 //! A break like one before the last origin, landing where that one did (a sawtooth's
 //! reset, a job restarting as before), opens no young regime: validation has seen the
-//! candidates cross such a jump. On the H100's run4 recording, treating every reset as new took the memory
-//! series (ramped and freed) from sMAPE 42.99 to 50.83 and MASE 5.70 to 6.18.
+//! candidates cross such a jump. On the H100's run4 recording, treating every reset as
+//! new took the memory series (ramped and freed) from sMAPE 42.99 to 50.83 and MASE
+//! 5.70 to 6.18.
 
 use super::breaks::{since_last_break, LEVEL_WINDOW};
 use super::candidates::{median, Path};
