@@ -38,6 +38,7 @@ pub mod reshaped;
 #[cfg(test)]
 mod resume_tests;
 mod select;
+pub mod shape_change;
 pub mod spikes;
 pub mod threshold;
 pub mod validation;

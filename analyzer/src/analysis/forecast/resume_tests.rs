@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::breaks::Regimes;
-use super::candidates::{Candidate, SeasonalMedian};
+use super::candidates::{Candidate, Lookback, SeasonalMedian};
 use super::ets::Season;
 
 /// A 65-step iteration (15 s steps) with a 3-step dip, and a little deterministic noise.
@@ -43,7 +43,8 @@ fn the_seasonal_median_forgets_the_idle_cycles_before_a_resume() {
     // are idle, and their median at every phase is 0
     let y = resumed(65 * 12, (65 * 6, 65 * 10));
     let season = Season::new(65.0).unwrap();
-    let p = SeasonalMedian(season, Arc::new(Regimes::default())).forecast(&y, 65);
+    let p =
+        SeasonalMedian(season, Arc::new(Regimes::default()), Lookback::SinceBreak).forecast(&y, 65);
     for (j, v) in p.point.iter().enumerate() {
         let truth = busy(y.len() + j);
         assert!((v - truth).abs() < 2.0, "step {j}: {v} against {truth}");

@@ -100,8 +100,8 @@ pub(super) struct Pick {
 }
 
 /// From every candidate's validation `paths` (one per origin): the candidate with the
-/// lowest [`mae_without`] origin `held`, or the best [`COMBINED`] where their mean errs
-/// less.
+/// lowest [`mae_without`] origin `held`, or the best [`COMBINED`] that forecast unlike
+/// each other, where their mean errs less.
 pub(super) fn pick(y: &[f64], origins: &[usize], paths: &[&[Path]], held: Option<usize>) -> Pick {
     let candidate_mae: Vec<f64> = paths
         .iter()
@@ -111,8 +111,8 @@ pub(super) fn pick(y: &[f64], origins: &[usize], paths: &[&[Path]], held: Option
     // Stable: among equal errors the earlier candidate stays first.
     order.sort_by(|a, b| candidate_mae[*a].total_cmp(&candidate_mae[*b]));
     let best = order[0];
-    if order.len() >= COMBINED {
-        let top = &order[..COMBINED];
+    let top = distinct_best(&order, paths);
+    if top.len() == COMBINED {
         let combined = average(top.iter().map(|&i| paths[i]));
         let mae = mae_without(y, origins, &combined, held);
         if mae < candidate_mae[best] {
@@ -130,6 +130,27 @@ pub(super) fn pick(y: &[f64], origins: &[usize], paths: &[&[Path]], held: Option
         paths: paths[best].to_vec(),
         candidate_mae,
     }
+}
+
+/// The first [`COMBINED`] of `order` whose validation `paths` differ: candidates that
+/// forecast alike (a seasonal median that found no change of shape, and the plain one)
+/// count once in a combination, where a copy adds weight but no view.
+fn distinct_best(order: &[usize], paths: &[&[Path]]) -> Vec<usize> {
+    let mut top: Vec<usize> = Vec::with_capacity(COMBINED);
+    for &i in order {
+        if top.len() == COMBINED {
+            break;
+        }
+        if top.iter().all(|&j| !same_points(paths[i], paths[j])) {
+            top.push(i);
+        }
+    }
+    top
+}
+
+/// Whether two candidates' validation paths forecast the same points.
+fn same_points(a: &[Path], b: &[Path]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(p, q)| p.point == q.point)
 }
 
 /// Element-wise mean of several candidates' paths (point and variance).
@@ -225,6 +246,28 @@ pub fn calibration(standardised: &[f64], coverage: f64, z: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_combination_takes_no_candidate_twice() {
+        // one origin of four steps; truth 0. Two candidates forecast +1 alike, one -1.2
+        // and one +5: the mean of +1, +1 and -1.2 (error 0.27) beats the best single
+        // model (1.0), but a copy is no second view; +1, -1.2 and +5 (1.6) does not.
+        let y = vec![0.0; 8];
+        let at = |v: f64| {
+            vec![Path {
+                point: vec![v; 4],
+                var: vec![1.0; 4],
+            }]
+        };
+        let paths = [at(1.0), at(1.0), at(-1.2), at(5.0)];
+        let all: Vec<&[Path]> = paths.iter().map(|p| &p[..]).collect();
+        let chosen = pick(&y, &[4], &all, None);
+        assert_eq!(chosen.members, vec![0], "the best single model");
+        // with three unlike ones the combination is chosen as before
+        let paths = [at(1.0), at(0.9), at(-1.2), at(5.0)];
+        let all: Vec<&[Path]> = paths.iter().map(|p| &p[..]).collect();
+        assert_eq!(pick(&y, &[4], &all, None).members, vec![1, 0, 2]);
+    }
 
     #[test]
     fn origins_are_consecutive_blocks_at_the_end() {
