@@ -8,8 +8,6 @@
 
 use std::sync::Arc;
 
-use crate::analysis::periodicity::prepare::median_in_place;
-
 use super::breaks::{carries_trend, shorter, Regimes, MIN_SEGMENT};
 use super::decay::decay;
 use super::decompose::{Scale, Seasonals};
@@ -173,7 +171,7 @@ impl Candidate for SeasonalMedian {
                     k += 1;
                 }
                 let same = &mut buf[..k];
-                let v = if k == 0 { 0.0 } else { median_in_place(same) };
+                let v = middle(same);
                 errors += same.iter().map(|s| (s - v).powi(2)).sum::<f64>() / k.max(1) as f64;
                 v
             })
@@ -183,6 +181,24 @@ impl Candidate for SeasonalMedian {
             var: vec![s2; h],
             point,
         }
+    }
+}
+
+/// The median of a few values (0 for none), the mean of the two middle ones for an
+/// even count: the seasonal median since a change of shape often has two or four
+/// cycles, and the upper of the two middle values biased it upwards (second set's
+/// structural breaks 7.63 -> 7.54 sMAPE on 12 development seeds, first set's hourly
+/// multiplicative 10.59 -> 10.46).
+fn middle(values: &mut [f64]) -> f64 {
+    let k = values.len();
+    if k == 0 {
+        return 0.0;
+    }
+    values.sort_unstable_by(f64::total_cmp);
+    if k % 2 == 1 {
+        values[k / 2]
+    } else {
+        0.5 * (values[k / 2 - 1] + values[k / 2])
     }
 }
 
@@ -521,7 +537,7 @@ pub(super) fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         0.0
     } else {
-        median_in_place(&mut v)
+        crate::analysis::periodicity::prepare::median_in_place(&mut v)
     }
 }
 
@@ -557,6 +573,18 @@ mod tests {
         let expected: Vec<f64> = (50..75).map(|i| (i % 10) as f64).collect();
         assert_eq!(p.point, expected);
         assert_eq!(p.var[0], 0.0);
+    }
+
+    #[test]
+    fn a_seasonal_median_of_two_cycles_is_their_mean() {
+        // no break between the cycles: every step is as large
+        let y = [10.0, 30.0, 10.0, 30.0, 14.0, 34.0, 14.0, 34.0];
+        let season = Season::new(4.0).unwrap();
+        let p = SeasonalMedian(season, Arc::new(Regimes::default()), Lookback::SinceBreak)
+            .forecast(&y, 4);
+        assert_eq!(p.point, vec![12.0, 32.0, 12.0, 32.0]);
+        assert_eq!(middle(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(middle(&mut []), 0.0);
     }
 
     #[test]
