@@ -9,7 +9,7 @@
 //! one. A day far from its weekday that keeps its shape (a level shift) or looks like
 //! no other (a new shape) is left as it is, for the regimes and the models to follow.
 
-use super::candidates::{median, middle};
+use super::candidates::median;
 use super::ets::Season;
 use crate::analysis::correlation::pearson;
 
@@ -118,9 +118,7 @@ impl<'a> Days<'a> {
         let mut days = Days {
             y,
             week,
-            // over an even count of weeks, the mean of the two middle values: the upper
-            // one put every weekday's usual load above its typical one
-            usual: at.into_iter().map(|mut v| middle(&mut v)).collect(),
+            usual: at.into_iter().map(median).collect(),
             offset,
             distance: Vec::new(),
             typical: 0.0,
@@ -336,15 +334,6 @@ mod tests {
                 .collect();
             assert_eq!(replaced(&y), None, "seed {seed}: steps replaced");
         }
-    }
-
-    #[test]
-    fn a_usual_value_over_an_even_count_of_weeks_is_the_mean_of_the_middle_two() {
-        // four weeks of one-step days, every day of week k at 10 k: the usual week is
-        // 25 everywhere, not the upper middle 30
-        let week = Week { day: 1, days: 7 };
-        let y: Vec<f64> = (0..28).map(|t| 10.0 * (t / 7 + 1) as f64).collect();
-        assert_eq!(Days::of(&y, week).usual, vec![25.0; 7]);
     }
 
     #[test]
