@@ -173,9 +173,25 @@ pub fn longest(segments: Vec<Segment>) -> Segment {
         .expect("segments() returns at least one segment")
 }
 
+/// `n` steps cut into `max` consecutive buckets of nearly equal length (all of them,
+/// one step each, when `n <= max`; none when `max` is 0): what a series is averaged
+/// down over, for a plot or a comparison at fewer points.
+pub fn buckets(n: usize, max: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let count = n.min(max);
+    (0..count).map(move |b| b * n / count..(b + 1) * n / count)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn buckets_cover_every_step_once_in_nearly_equal_runs() {
+        let b: Vec<_> = buckets(10, 4).collect();
+        assert_eq!(b, vec![0..2, 2..5, 5..7, 7..10]);
+        assert_eq!(buckets(3, 5).collect::<Vec<_>>(), vec![0..1, 1..2, 2..3]);
+        assert_eq!(buckets(7, 0).count(), 0);
+    }
 
     #[test]
     fn median_step_ignores_duplicates() {

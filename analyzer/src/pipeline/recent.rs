@@ -1,6 +1,8 @@
 //! A bounded picture of each analyzed series, kept in the report so that the HTML report
 //! can draw it: the window's samples, averaged down to at most [`MAX_RECENT_POINTS`].
 
+use crate::analysis::grid::buckets;
+
 /// The most points kept per series (about 8 KiB each): enough for a plot a few hundred
 /// pixels wide, small enough for a fleet's worth of series in memory.
 pub const MAX_RECENT_POINTS: usize = 500;
@@ -11,13 +13,9 @@ pub fn downsample(points: &[(f64, f64)], max: usize) -> Vec<(f64, f64)> {
     if points.len() <= max {
         return points.to_vec();
     }
-    if max == 0 {
-        return Vec::new();
-    }
-    let n = points.len();
-    (0..max)
-        .map(|b| {
-            let bucket = &points[b * n / max..(b + 1) * n / max];
+    buckets(points.len(), max)
+        .map(|range| {
+            let bucket = &points[range];
             let k = bucket.len() as f64;
             let (t, v) = bucket
                 .iter()

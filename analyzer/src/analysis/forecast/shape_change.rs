@@ -12,6 +12,8 @@
 //! wherever the change was two to five days old, and validation chose seasonal-naive
 //! instead (`docs/validation/analyzer/forecast-eval-session22.md`).
 
+use crate::analysis::grid::buckets;
+
 /// Cycles after a boundary, at most: the seasonal median's
 /// ([`super::candidates::MEDIAN_CYCLES`]).
 pub const MAX_AFTER: usize = super::candidates::MEDIAN_CYCLES;
@@ -45,15 +47,14 @@ pub fn cycles_since_change(y: &[f64], p: usize) -> Option<usize> {
 }
 
 /// Most points a cycle is compared at: a longer one (a day of minutes) is compared by
-/// the means of as many bins, which keeps its shape and costs a fifteenth.
+/// the means of as many buckets ([`buckets`]), which keeps its shape and costs a
+/// fifteenth.
 pub const MAX_POINTS: usize = 96;
 
-/// `cycle` as the means of at most [`MAX_POINTS`] equal bins.
+/// `cycle` as the means of at most [`MAX_POINTS`] nearly equal buckets.
 fn binned(cycle: &[f64]) -> Vec<f64> {
-    let width = cycle.len().div_ceil(MAX_POINTS);
-    cycle
-        .chunks(width)
-        .map(|bin| bin.iter().sum::<f64>() / bin.len() as f64)
+    buckets(cycle.len(), MAX_POINTS)
+        .map(|range| cycle[range.clone()].iter().sum::<f64>() / range.len() as f64)
         .collect()
 }
 
