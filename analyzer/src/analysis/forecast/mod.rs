@@ -16,6 +16,7 @@ pub mod bounds;
 pub mod breaks;
 pub mod candidates;
 pub mod censored;
+pub mod clock_shift;
 pub mod decay;
 pub mod decompose;
 pub mod ets;
@@ -314,7 +315,11 @@ fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
     let calendar = CALENDAR_SECONDS.iter().filter(|c| on_calendar(**c, step));
     periods.extend(calendar.map(|c| c / step));
     periods.extend(harmonics);
-    let mut out = Seasons::default();
+    let mut out = Seasons {
+        hour: (on_calendar(CALENDAR_SECONDS[0], step) && (3_600.0 / step).fract() == 0.0)
+            .then_some((3_600.0 / step) as usize),
+        ..Seasons::default()
+    };
     for (i, period) in periods.into_iter().enumerate() {
         let repeat = out.all.iter().any(|o| (o.period() - period).abs() < 0.5);
         if !fits(y.len(), period) || repeat {
@@ -345,6 +350,8 @@ pub struct Seasons {
     /// The tentative season ([`tentative_lag`]), one of `all`, when no season was
     /// detected or given: a candidate for validation, and the cycle whose stops are cut.
     tentative: Option<Season>,
+    /// Steps in an hour, where the calendar's day is modelled and an hour is whole steps.
+    hour: Option<usize>,
 }
 
 impl Seasons {
@@ -361,6 +368,11 @@ impl Seasons {
     /// The tentative season, when there is one.
     pub fn tentative(&self) -> Option<Season> {
         self.tentative
+    }
+
+    /// Steps in an hour, where the calendar's day is modelled and an hour is whole steps.
+    pub fn hour(&self) -> Option<usize> {
+        self.hour
     }
 
     /// The dominant season: the first detected or given.

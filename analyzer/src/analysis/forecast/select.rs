@@ -5,6 +5,7 @@
 use super::bounds::Bounds;
 use super::candidates::{self, Candidate, Path};
 use super::censored;
+use super::clock_shift;
 use super::ets::{self, EtsSpec, Season, Trend};
 use super::floor;
 use super::hedge;
@@ -117,6 +118,14 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         .flatten()
         .filter(|cut| fits(cut.len(), cut_longest));
     let y = resumed.as_deref().unwrap_or(y);
+    // The days before a move of the clock (daylight saving time) are lined up with the
+    // days since, as the local clock did.
+    let realigned = (!pinned)
+        .then(|| seasons.hour())
+        .flatten()
+        .and_then(|hour| clock_shift::moved(y, 24 * hour, hour))
+        .map(|m| clock_shift::realigned(y, m));
+    let y = realigned.as_deref().unwrap_or(y);
     let validate = validation::ORIGINS * h;
     // Where no season was detected or given, the window holds the calendar's too, so
     // that validation can try an undetected day of 1 min data (1,440 steps); the
