@@ -7,6 +7,8 @@
 //! the hour is repeated or skipped there ([`realigned`]), as the local clock did, and
 //! every model sees one clock.
 
+use super::shape_change::swing;
+
 /// Days since the move that the older days are compared with: after fewer, one day's
 /// noise decides.
 pub const SINCE: usize = 3;
@@ -172,9 +174,8 @@ pub fn realigned(y: &[f64], m: Move) -> Vec<f64> {
 /// `day` less its mean, in units of its mean absolute deviation: a weekend at a lower
 /// level has a weekday's shape.
 fn shape(day: &[f64]) -> Vec<f64> {
-    let n = day.len() as f64;
-    let mean = day.iter().sum::<f64>() / n;
-    let swing = day.iter().map(|v| (v - mean).abs()).sum::<f64>() / n;
+    let mean = day.iter().sum::<f64>() / day.len() as f64;
+    let swing = swing(day);
     let scale = if swing > 0.0 { swing } else { 1.0 };
     day.iter().map(|v| (v - mean) / scale).collect()
 }

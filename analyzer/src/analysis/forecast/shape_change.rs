@@ -102,7 +102,7 @@ impl Distances {
 }
 
 /// Mean absolute deviation of `cycle` from its mean.
-fn swing(cycle: &[f64]) -> f64 {
+pub(super) fn swing(cycle: &[f64]) -> f64 {
     let n = cycle.len() as f64;
     let mean = cycle.iter().sum::<f64>() / n;
     cycle.iter().map(|v| (v - mean).abs()).sum::<f64>() / n
