@@ -107,7 +107,9 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let offered: Vec<f64> = seasons.all().iter().map(|s| s.period()).collect();
     let pause = Pause::of(y, &offered);
     let pinned = pause.is_none()
-        && (pinned::is_pinned(y, &periods) || pinned::stopped_for_a_cycle(y, dominant, longest));
+        && (pinned::is_pinned(y, &periods)
+            || pinned::stopped_for_a_cycle(y, dominant, longest)
+            || pinned::held_as_before(y, h));
     // the stops are cut at the detected seasons' cycle, or else at the tentative one
     let (cut_longest, cut_period) = match seasons.tentative() {
         Some(t) => (t.period(), t.period()),
@@ -683,6 +685,31 @@ mod tests {
         let truth = |t: usize| busy(t - 150) + 5.0;
         let mae = super::super::resume_tests::mae_from(&f.point, n, truth);
         assert!(mae < 30.0, "{}: mae {mae}", f.model);
+    }
+
+    #[test]
+    fn a_cluster_back_at_a_value_it_always_stayed_at_for_a_day_is_held_there() {
+        // 5 min: a partial load around 50, pinned at 100 for a day and a half twice,
+        // and at 100 again for the last five steps
+        let mut e = Noise(7);
+        let mut y = Vec::new();
+        for stay in [450, 500] {
+            y.extend((0..600).map(|_| 50.0 + 5.0 * e.normal()));
+            y.extend(std::iter::repeat_n(100.0, stay));
+        }
+        y.extend((0..600).map(|_| 50.0 + 5.0 * e.normal()));
+        y.extend([100.0; 5]);
+        let config = ForecastConfig {
+            horizon_steps: 288,
+            ..ForecastConfig::default()
+        };
+        let f = forecast(&Series::from_values(&y, 300.0), &config).unwrap();
+        assert!(
+            f.point.iter().all(|p| *p == 100.0),
+            "{}: {:?}",
+            f.model,
+            &f.point[..8]
+        );
     }
 
     #[test]
