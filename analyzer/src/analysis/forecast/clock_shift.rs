@@ -287,6 +287,9 @@ mod tests {
     #[test]
     fn a_flat_or_short_series_is_none() {
         assert_eq!(moved(&[5.0; 24 * 35], 24, 1), None);
+        // values whose means overflow are no move either, and no panic
+        let huge: Vec<f64> = hourly(35, 5, 1, 10.0).iter().map(|v| v * 1e306).collect();
+        assert_eq!(moved(&huge, 24, 1), None);
         assert_eq!(moved(&[5.0; 30], 24, 1), None);
         assert_eq!(moved(&hourly(35, 5, 1, 0.0), 24, 0), None);
     }
