@@ -249,6 +249,7 @@ mod tests {
             .sum::<f64>()
             / 48.0;
         assert!(mae < 20.0, "{}: mean absolute error {mae}", f.model);
+        assert!(f.model.starts_with("realigned("), "{}", f.model);
     }
 
     #[test]

@@ -227,6 +227,12 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     } else {
         (forecast_choice(y, h), choice_name(&members, hedged))
     };
+    // the name says that the days before a move of the clock were lined up
+    let model = if realigned.is_some() {
+        format!("realigned({model})")
+    } else {
+        model
+    };
     match dominant {
         Some(season) => floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point),
         None => floor::snap_flat_to_floor(y, bounds.lower, &mut path.point),
