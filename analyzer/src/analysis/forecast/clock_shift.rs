@@ -7,7 +7,7 @@
 //! the hour is repeated or skipped there ([`realigned`]), as the local clock did, and
 //! every model sees one clock.
 
-use super::shape_change::swing;
+use super::shape_change::{binned, mean_abs_diff as distance, swing};
 
 /// Days since the move that the older days are compared with: after fewer, one day's
 /// noise decides.
@@ -52,16 +52,23 @@ pub fn moved(y: &[f64], day: usize, hour: usize) -> Option<Move> {
     if !days.settled(hour) {
         return None;
     }
-    let (by, after, _) = [hour, -hour]
+    // each older day's distance from the references in place and either hour off,
+    // computed once for the boundary search and the last test
+    let older = SINCE..days.count;
+    let in_place: Vec<f64> = older.clone().map(|i| days.near(i, 0)).collect();
+    let (by, after, off, _) = [hour, -hour]
         .into_iter()
         .filter_map(|by| {
-            let ratios: Vec<f64> = (SINCE..days.count)
-                .map(|i| days.near(i, 0) / days.near(i, by).max(f64::MIN_POSITIVE))
+            let off: Vec<f64> = older.clone().map(|i| days.near(i, by)).collect();
+            let ratios: Vec<f64> = in_place
+                .iter()
+                .zip(&off)
+                .map(|(p, o)| p / o.max(f64::MIN_POSITIVE))
                 .collect();
-            boundary(&ratios).map(|(after, score)| (by, after, score))
+            boundary(&ratios).map(|(after, score)| (by, after, off, score))
         })
-        .max_by(|a, b| a.2.total_cmp(&b.2))?;
-    days.same_day(SINCE + after, by).then(|| Move {
+        .max_by(|a, b| a.3.total_cmp(&b.3))?;
+    days.same_day(&off[after..]).then(|| Move {
         at: days.start(SINCE + after - 1),
         by,
     })
@@ -99,10 +106,13 @@ impl<'a> Days<'a> {
         self.y.len() - (i + 1) * self.day
     }
 
-    /// The shape of day `i` read `by` steps later.
+    /// The shape of day `i` read `by` steps later, a day of more than 96 steps by the
+    /// means of 96 buckets ([`binned`], as [`super::shape_change`] compares cycles): a
+    /// day of minutes keeps its shape and an hour's move (four buckets) at a fifteenth
+    /// of the points compared.
     fn shape(&self, i: usize, by: isize) -> Vec<f64> {
         let from = (self.start(i) as isize + by) as usize;
-        shape(&self.y[from..from + self.day])
+        shape(&binned(&self.y[from..from + self.day]))
     }
 
     /// Mean distance of day `i` read `by` steps later from the references other than
@@ -126,15 +136,14 @@ impl<'a> Days<'a> {
         })
     }
 
-    /// Whether the days from `i` on, read `by` steps later, are within [`MATCH`] times
-    /// the references' distance from each other.
-    fn same_day(&self, i: usize, by: isize) -> bool {
+    /// Whether days whose distances from the references (read an hour off) are `off`
+    /// are on average within [`MATCH`] times the references' distance from each other.
+    fn same_day(&self, off: &[f64]) -> bool {
         let pairs: Vec<f64> = (0..SINCE)
             .flat_map(|a| (a + 1..SINCE).map(move |b| (a, b)))
             .map(|(a, b)| distance(&self.references[a], &self.references[b]))
             .collect();
         let within = pairs.iter().sum::<f64>() / pairs.len() as f64;
-        let off: Vec<f64> = (i..self.count).map(|d| self.near(d, by)).collect();
         off.iter().sum::<f64>() / off.len() as f64 <= MATCH * within
     }
 }
@@ -178,11 +187,6 @@ fn shape(day: &[f64]) -> Vec<f64> {
     let swing = swing(day);
     let scale = if swing > 0.0 { swing } else { 1.0 };
     day.iter().map(|v| (v - mean) / scale).collect()
-}
-
-/// Mean absolute difference of two shapes.
-fn distance(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum::<f64>() / a.len() as f64
 }
 
 #[cfg(test)]
@@ -250,6 +254,28 @@ mod tests {
             / 48.0;
         assert!(mae < 20.0, "{}: mean absolute error {mae}", f.model);
         assert!(f.model.starts_with("realigned("), "{}", f.model);
+    }
+
+    #[test]
+    fn a_day_of_five_minute_steps_moved_by_an_hour_is_found() {
+        // the hourly days at 5 min (288 steps, compared by 96 buckets), moved an hour
+        // later eight days ago: found at the boundary, an hour being 12 steps
+        let hourly = hourly(35, 8, -1, 10.0);
+        let y: Vec<f64> = (0..hourly.len() * 12)
+            .map(|t| {
+                let (h, f) = (t / 12, (t % 12) as f64 / 12.0);
+                let next = hourly.get(h + 1).copied().unwrap_or(hourly[h]);
+                hourly[h] + f * (next - hourly[h])
+            })
+            .collect();
+        let m = moved(&y, 288, 12).expect("a move");
+        assert_eq!(
+            m,
+            Move {
+                at: y.len() - 8 * 288,
+                by: -12
+            }
+        );
     }
 
     #[test]

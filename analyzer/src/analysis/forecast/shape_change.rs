@@ -52,7 +52,7 @@ pub fn cycles_since_change(y: &[f64], p: usize) -> Option<usize> {
 pub const MAX_POINTS: usize = 96;
 
 /// `cycle` as the means of at most [`MAX_POINTS`] nearly equal buckets.
-fn binned(cycle: &[f64]) -> Vec<f64> {
+pub(super) fn binned(cycle: &[f64]) -> Vec<f64> {
     buckets(cycle.len(), MAX_POINTS)
         .map(|range| cycle[range.clone()].iter().sum::<f64>() / range.len() as f64)
         .collect()
@@ -108,10 +108,15 @@ pub(super) fn swing(cycle: &[f64]) -> f64 {
     cycle.iter().map(|v| (v - mean).abs()).sum::<f64>() / n
 }
 
-/// Mean absolute difference of `a` and `b`, in units of `swing` (their mean
-/// [`swing`]): a level shift is a change as much as a new shape.
+/// Mean absolute difference of `a` and `b`, step by step.
+pub(super) fn mean_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum::<f64>() / a.len() as f64
+}
+
+/// [`mean_abs_diff`] of `a` and `b`, in units of `swing` (their mean [`swing`]): a
+/// level shift is a change as much as a new shape.
 fn distance(a: &[f64], b: &[f64], swing: f64) -> f64 {
-    let diff = a.iter().zip(b).map(|(x, y)| (x - y).abs()).sum::<f64>() / a.len() as f64;
+    let diff = mean_abs_diff(a, b);
     if swing > 0.0 {
         diff / swing
     } else if diff > 0.0 {
