@@ -4,6 +4,7 @@
 //! the ramp before it with the drop itself, and extrapolates that mixture; the trend
 //! models are run on the data since the last break only ([`since_last_break`]).
 
+use super::linear::explained_share;
 use super::memo::Memo;
 use super::paused;
 use super::pinned::{chance_run_of_readings, MIN_RUN};
@@ -52,6 +53,21 @@ pub fn shorter<'a>(a: &'a [f64], b: &'a [f64]) -> &'a [f64] {
 /// [`MIN_SEGMENT`] points and half the horizon (see [`trend_data`]).
 pub fn carries_trend(segment: &[f64], h: usize) -> bool {
     segment.len() >= MIN_SEGMENT.max(h / 2)
+}
+
+/// Least share of its variance a segment shorter than the horizon must have explained by
+/// its line for a trend without a season to be carried past it.
+pub const LINE_SHARE: f64 = 0.5;
+
+/// Whether `segment` carries a trend without a season for `h` steps: as
+/// [`carries_trend`], and, holding fewer than `h` points, only where its line explains at
+/// least [`LINE_SHARE`] of its variance. A line carried further than the data it was
+/// fitted to is trusted where the segment is that line (memory filling up since it was
+/// freed), not where it is a job's noisy excursion: validation scores the trend models
+/// at earlier origins, where the segment was long and its slope slight, and cannot see
+/// that at the last origin a few hours of noise would be run on for a day.
+pub fn carries_line(segment: &[f64], h: usize) -> bool {
+    carries_trend(segment, h) && (segment.len() >= h || explained_share(segment) >= LINE_SHARE)
 }
 
 /// The part of `y` after its last break (all of `y` without one).
@@ -197,6 +213,28 @@ mod tests {
         assert_eq!(since_last_break(&resumed[..400]).len(), 400);
         let noisy: Vec<f64> = (0..300).map(|i| ((i * 7919) % 13) as f64).collect();
         assert_eq!(since_last_break(&noisy).len(), 300);
+    }
+
+    #[test]
+    fn a_line_is_carried_past_its_data_only_where_the_segment_is_that_line() {
+        let noise = |i: usize| ((i * 7919) % 13) as f64 / 6.0 - 1.0;
+        // memory filling up: 100 steps rising 0.5 a step, ±1 around the line
+        let ramp: Vec<f64> = (0..100).map(|i| 0.5 * i as f64 + noise(i)).collect();
+        assert!(carries_line(&ramp, 150));
+        // a job's load rising as much through ±40 of noise
+        let excursion: Vec<f64> = (0..100)
+            .map(|i| 10.0 + 0.5 * i as f64 + 40.0 * noise(i))
+            .collect();
+        assert!(explained_share(&excursion) < LINE_SHARE);
+        assert!(carries_trend(&excursion, 150), "a seasonal trend still is");
+        assert!(!carries_line(&excursion, 150));
+        // as long as the horizon, or too short for any trend
+        assert!(carries_line(&excursion, 100));
+        assert!(!carries_line(&ramp[..40], 150));
+        assert!(
+            !carries_line(&[3.0; 100], 150),
+            "a flat segment explains nothing"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use super::breaks::{carries_trend, shorter, Regimes, MIN_SEGMENT};
+use super::breaks::{carries_line, carries_trend, shorter, Regimes, MIN_SEGMENT};
 use super::decay::decay;
 use super::decompose::{Scale, Seasonals};
 use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
@@ -233,7 +233,7 @@ impl Candidate for Line {
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let segment = self.0.current(y);
-        if !carries_trend(segment, h) {
+        if !carries_line(segment, h) {
             return Naive.forecast(y, h);
         }
         let y = segment;
@@ -286,7 +286,11 @@ impl Candidate for Ets {
         // Across a level shift the trend carries on, and so does the model.
         let before = &y[..y.len() - segment.len()];
         let across = segment.len() < MIN_SEGMENT.max(3 * bins) && trailing_run(before) >= MIN_RUN;
-        if spec.trend != Trend::None && (across || !carries_trend(segment, h)) {
+        let carried = match spec.season {
+            None => carries_line(segment, h),
+            Some(_) => carries_trend(segment, h),
+        };
+        if spec.trend != Trend::None && (across || !carried) {
             return match spec.season {
                 None => Naive.forecast(y, h),
                 Some(season) => SeasonalNaive(season, None).forecast(y, h),
@@ -614,6 +618,28 @@ mod tests {
         assert!(!seasonal.iter().any(|n| n == "ets(A,A,A)"), "{seasonal:?}");
         let plain = names(None);
         assert!(plain.iter().any(|n| n == "ets(A,A,N)"), "{plain:?}");
+    }
+
+    #[test]
+    fn a_noisy_rise_shorter_than_the_horizon_is_not_run_on() {
+        // a job's load rising from 10 to 60 over 100 steps through ±40 of noise, to be
+        // forecast 150 steps ahead: the line and ETS's trends hold the last value, as
+        // naive does; memory filling up as fast, ±1 around its line, is run on
+        let noise = |i: usize| ((i * 7919) % 13) as f64 / 6.0 - 1.0;
+        let excursion: Vec<f64> = (0..100)
+            .map(|i| 10.0 + 0.5 * i as f64 + 40.0 * noise(i))
+            .collect();
+        let ramp: Vec<f64> = (0..100).map(|i| 0.5 * i as f64 + noise(i)).collect();
+        let trends = ["linear", "ets(A,A,N)", "ets(A,Ad,N)"];
+        for c in build(&excursion, &[], &[], None, 48) {
+            if trends.contains(&c.name().as_str()) {
+                let last = excursion[99];
+                let p = c.forecast(&excursion, 150).point;
+                assert!(p.iter().all(|v| *v == last), "{}: {p:?}", c.name());
+            }
+        }
+        let line = Line(Arc::default()).forecast(&ramp, 150).point;
+        assert!((line[149] - 0.5 * 249.0).abs() < 2.0, "{}", line[149]);
     }
 
     #[test]

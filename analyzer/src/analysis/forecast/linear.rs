@@ -30,6 +30,24 @@ pub fn least_squares_line(y: &[f64]) -> (f64, f64) {
     (y_mean - slope * t_mean, slope)
 }
 
+/// The share of `y`'s variance that its least-squares line explains (R²; 0 where `y`
+/// does not vary).
+pub fn explained_share(y: &[f64]) -> f64 {
+    let (intercept, slope) = least_squares_line(y);
+    let mean = y.iter().sum::<f64>() / y.len() as f64;
+    let total: f64 = y.iter().map(|v| (v - mean).powi(2)).sum();
+    let residual: f64 = y
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v - intercept - slope * i as f64).powi(2))
+        .sum();
+    if total > 0.0 {
+        1.0 - residual / total
+    } else {
+        0.0
+    }
+}
+
 impl LinearFit {
     /// Fits y = a + b·t with t = 0, 1, 2, … (needs at least 3 values).
     pub fn fit(y: &[f64]) -> LinearFit {
