@@ -12,9 +12,10 @@ use crate::analysis::runs::runs;
 
 /// Fewest earlier pauses that make a record of how long pauses last.
 pub const MIN_PAUSES: usize = 3;
-/// Fewest earlier pauses at least as long as the current one so far: the median of two
-/// lengths already says whether the pause more likely goes on.
-pub const MIN_LONGER: usize = 2;
+/// Fewest earlier pauses at least as long as the current one so far: one that came back
+/// after lasting longer bounds it (held until as long, then back), where every model
+/// fed the stop takes it for the level and holds it for the whole horizon.
+pub const MIN_LONGER: usize = 1;
 
 /// A pause `y` ends in, and how long the earlier ones lasted.
 #[derive(Debug, Clone, PartialEq)]
@@ -134,6 +135,14 @@ mod tests {
             !pause.holds_at(12),
             "only 25 and 30 of 5 last past 20 steps"
         );
+    }
+
+    #[test]
+    fn a_pause_outlasted_only_once_before_holds_until_that_one_ended() {
+        let y = outages(&[10, 20, 12, 30, 25], 50, 27);
+        let pause = Pause::of(&y, &[]).expect("a pause");
+        assert!(pause.holds_at(2), "the 30-step pause lasted 3 steps more");
+        assert!(!pause.holds_at(3));
     }
 
     #[test]
