@@ -72,6 +72,15 @@ pub fn trailing_run(y: &[f64]) -> usize {
         .count()
 }
 
+/// Whether `y` will stay at its last value: pinned there ([`is_pinned`]), stopped
+/// for a whole cycle of the `dominant` season ([`stopped_for_a_cycle`]), or back at a
+/// value it stayed at for `h` steps or more every time before ([`held_as_before`]);
+/// `seasons` are the detected ones, in steps.
+pub fn holds_last_value(y: &[f64], seasons: &[f64], dominant: Option<Season>, h: usize) -> bool {
+    let longest = seasons.iter().copied().fold(0.0, f64::max);
+    is_pinned(y, seasons) || stopped_for_a_cycle(y, dominant, longest) || held_as_before(y, h)
+}
+
 /// Whether `y` has sat on its last value for at least [`MIN_RUN`] steps and either a
 /// whole longest season (a cycle would have moved it) or, within a cycle, longer than
 /// any run at that value that ended on its own before and where no cycle of `seasons`

@@ -106,10 +106,7 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     // A stop like several the series came back from is a pause, not a job stopped.
     let offered: Vec<f64> = seasons.all().iter().map(|s| s.period()).collect();
     let pause = Pause::of(y, &offered);
-    let pinned = pause.is_none()
-        && (pinned::is_pinned(y, &periods)
-            || pinned::stopped_for_a_cycle(y, dominant, longest)
-            || pinned::held_as_before(y, h));
+    let pinned = pause.is_none() && pinned::holds_last_value(y, &periods, dominant, h);
     // the stops are cut at the detected seasons' cycle, or else at the tentative one
     let (cut_longest, cut_period) = match seasons.tentative() {
         Some(t) => (t.period(), t.period()),
