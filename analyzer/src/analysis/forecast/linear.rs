@@ -33,16 +33,10 @@ pub fn least_squares_line(y: &[f64]) -> (f64, f64) {
 /// The share of `y`'s variance that its least-squares line explains (R²; 0 where `y`
 /// does not vary).
 pub fn explained_share(y: &[f64]) -> f64 {
-    let (intercept, slope) = least_squares_line(y);
     let mean = y.iter().sum::<f64>() / y.len() as f64;
     let total: f64 = y.iter().map(|v| (v - mean).powi(2)).sum();
-    let residual: f64 = y
-        .iter()
-        .enumerate()
-        .map(|(i, v)| (v - intercept - slope * i as f64).powi(2))
-        .sum();
     if total > 0.0 {
-        1.0 - residual / total
+        1.0 - LinearFit::fit(y).sse / total
     } else {
         0.0
     }

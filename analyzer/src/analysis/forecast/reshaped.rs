@@ -36,6 +36,7 @@
 use super::decompose::centred_average;
 use super::ets::Season;
 use super::hedge::moves_in_steps;
+use super::shape_change::swing;
 
 /// Earlier cycles the last one is compared with: a week of days.
 pub const LOOKBACK: usize = 7;
@@ -275,10 +276,6 @@ fn unexplained(now: &[f64], then: &[f64]) -> f64 {
 /// absolute deviations), as the absolute log of their ratio; infinite where one of them
 /// is constant and the other not.
 fn resized(now: &[f64], then: &[f64]) -> f64 {
-    let swing = |v: &[f64]| {
-        let mean = v.iter().sum::<f64>() / v.len() as f64;
-        v.iter().map(|x| (x - mean).abs()).sum::<f64>() / v.len() as f64
-    };
     let (now, then) = (swing(now), swing(then));
     if now == then {
         0.0
@@ -294,7 +291,7 @@ fn resized(now: &[f64], then: &[f64]) -> f64 {
 fn moved(now: &[f64], then: &[f64]) -> f64 {
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
     let (level, before) = (mean(now), mean(then));
-    let deviation = now.iter().map(|x| (x - level).abs()).sum::<f64>() / now.len() as f64;
+    let deviation = swing(now);
     if level == before {
         0.0
     } else {
