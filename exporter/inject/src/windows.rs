@@ -346,7 +346,7 @@ mod tests {
             // MAX_WAIT_WINDOWS) and the current one: each share was rounded before
             // the absorbed share is rounded again, and only that last one is seen here
             // (a window of 1 launch in 5,182 at 192 ppm, absorbed with the exit's
-            // launch at 383 ppm: 26 launches from the first rounding, 14 from the second).
+            // launch at 383 ppm: 26 launches from the first rounding, 13 from the second).
             let (launches, error) = scaled(&w.take_all(crate::wire::FULL_DUTY_PPM));
             let parts = f64::from(MAX_WAIT_WINDOWS + 2);
             (sent, rounding) = (sent + launches, rounding + parts * error);

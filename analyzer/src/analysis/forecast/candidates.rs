@@ -286,11 +286,11 @@ impl Candidate for Ets {
         // Across a level shift the trend carries on, and so does the model.
         let before = &y[..y.len() - segment.len()];
         let across = segment.len() < MIN_SEGMENT.max(3 * bins) && trailing_run(before) >= MIN_RUN;
-        let carried = match spec.season {
+        let carried = || match spec.season {
             None => carries_line(segment, h),
             Some(_) => carries_trend(segment, h),
         };
-        if spec.trend != Trend::None && (across || !carried) {
+        if spec.trend != Trend::None && (across || !carried()) {
             return match spec.season {
                 None => Naive.forecast(y, h),
                 Some(season) => SeasonalNaive(season, None).forecast(y, h),

@@ -117,6 +117,8 @@ pub fn held_as_before(y: &[f64], h: usize) -> bool {
     }
     let value = y[y.len() - 1];
     let before = &y[..y.len() - run];
+    // a stay where the data begins counts, unlike `paused::stops_at`'s whole outages:
+    // one that had already lasted the horizon says as much (seed 13 #38's first stay)
     let earlier: Vec<usize> = runs(before, SAME)
         .filter(|r| r.len() >= SHORTEST_RUN && (before[r.start] - value).abs() <= SAME)
         .map(|r| r.len())

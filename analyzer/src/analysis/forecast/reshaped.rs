@@ -64,7 +64,7 @@ pub const MIN_MOVE: f64 = 2.0;
 /// A last third is of a new size only where its swing grew or shrank at least this many
 /// times against every earlier stretch of its phase, in the last two cycles both. A
 /// day whose peak moved to the evening keeps falling through its last hours as the old
-/// one did, at five times the swing and within its own deviation of the old level
+/// one did, at ten times the swing and within its own deviation of the old level
 /// (`forecast-fresh --seed 33`, structural break #9: the old shape forecast at eleven
 /// times seasonal-naive's error). The cycle before must have the new size too: in one
 /// cycle alone, a checkpoint inside a training iteration resizes it once (the H100's
