@@ -100,30 +100,27 @@ pub fn is_pinned(y: &[f64], seasons: &[f64]) -> bool {
             && !seasons.iter().any(|&m| sat_a_cycle_ago(y, run, m)))
 }
 
-/// Fewest earlier runs at a value that say how long the series stays there.
-pub const MIN_HELD_RUNS: usize = 2;
-
-/// Whether `y` ends in a run of at least [`SHORTEST_RUN`] steps at a value where it
-/// stayed for `h` steps or more every time before (at least [`MIN_HELD_RUNS`] runs of
-/// [`SHORTEST_RUN`] or more): a cluster pinned at 100% for a day or more whenever it got
-/// there, there again for the last few steps. Too short a run for [`is_pinned`], and a
-/// value the series took before, so no stop unheard of; every model averaging the
-/// steps before the run forecast the load it had left (first set, seed 13, 5 min GPU
-/// cluster #38: 23.3 MAE against naive's 0).
+/// Whether `y` ends on a value that every earlier visit held for `h` steps or more (at
+/// least one visit; a stay where the data begins counts): a cluster pinned at 100% for
+/// a day or more whenever it got there, there again for the last few steps or only the
+/// last one. Too short a run for [`is_pinned`], and a value the series took before, so
+/// no stop unheard of; every model averaging the steps before the run forecast the
+/// load it had left (first set, seed 13, 5 min GPU cluster #38: five steps at 100 after
+/// a partial load, 23.3 MAE against naive's 0; new dev seed 26 #13: one step at 100
+/// after eight days at 0, 100 against 0). A value passed through even once (a count of
+/// jobs started, a dip to 0 for one step) has no such record.
 pub fn held_as_before(y: &[f64], h: usize) -> bool {
     let run = trailing_run(y);
-    if run < SHORTEST_RUN || run >= y.len() {
+    if run >= y.len() {
         return false;
     }
     let value = y[y.len() - 1];
     let before = &y[..y.len() - run];
-    // a stay where the data begins counts, unlike `paused::stops_at`'s whole outages:
+    // unlike `paused::stops_at`'s whole outages, a stay where the data begins counts:
     // one that had already lasted the horizon says as much (seed 13 #38's first stay)
-    let earlier: Vec<usize> = runs(before, SAME)
-        .filter(|r| r.len() >= SHORTEST_RUN && (before[r.start] - value).abs() <= SAME)
-        .map(|r| r.len())
-        .collect();
-    earlier.len() >= MIN_HELD_RUNS && earlier.iter().all(|&len| len >= h)
+    let mut visits = runs(before, SAME).filter(|r| (before[r.start] - value).abs() <= SAME);
+    let first = visits.next();
+    first.is_some_and(|r| r.len() >= h) && visits.all(|r| r.len() >= h)
 }
 
 /// Whether `y` has stayed within a still band ([`super::held`]: a few percent of its
@@ -207,12 +204,41 @@ mod tests {
         let y = load_with_runs(&[400, 300], 5);
         assert!(!is_pinned(&y, &[288.0]), "too short for the pinned rule");
         assert!(held_as_before(&y, 288));
-        // any earlier stay shorter than the horizon, a single earlier stay, or a run
-        // under four steps says nothing
+        // any earlier stay shorter than the horizon says nothing
         assert!(!held_as_before(&load_with_runs(&[400, 100], 5), 288));
-        assert!(!held_as_before(&load_with_runs(&[400], 5), 288));
-        assert!(!held_as_before(&load_with_runs(&[400, 300], 3), 288));
-        assert!(!held_as_before(&[100.0; 10], 288));
+        assert!(!held_as_before(&load_with_runs(&[100, 400], 5), 288));
+        assert!(!held_as_before(&[100.0; 10], 288), "no earlier visit");
+        assert!(!held_as_before(&load_with_runs(&[], 5), 288));
+    }
+
+    #[test]
+    fn one_step_onto_a_value_held_for_days_before_is_held() {
+        // at 100 for 512 steps where the data begins, idle at 0 for eight days, then
+        // at 100 for the last step only (new dev seed 26, 5 min GPU cluster #13)
+        let mut y = vec![100.0; 512];
+        y.extend([0.0; 2304]);
+        y.push(100.0);
+        assert!(held_as_before(&y, 288));
+        // one earlier stay that lasted the horizon is enough, at any run since
+        assert!(held_as_before(&load_with_runs(&[400], 1), 288));
+        assert!(held_as_before(&load_with_runs(&[400], 5), 288));
+        // a value the series only passed through before: a count of jobs started
+        // that was 3 for one step, a training job's dip to 0 for one step
+        let mut counts = vec![0.0; 600];
+        counts.extend([3.0, 0.0, 1.0, 0.0, 0.0, 2.0]);
+        counts.extend([0.0; 300]);
+        counts.push(3.0);
+        assert!(!held_as_before(&counts, 288));
+        let mut dips = vec![0.0; 400];
+        dips.extend((0..300).map(|i| {
+            if i % 50 == 0 {
+                0.0
+            } else {
+                90.0 + (i % 7) as f64
+            }
+        }));
+        dips.push(0.0);
+        assert!(!held_as_before(&dips, 288), "the dips visited 0 briefly");
     }
 
     #[test]

@@ -716,6 +716,28 @@ mod tests {
     }
 
     #[test]
+    fn a_cluster_one_step_back_at_a_value_it_stayed_at_for_days_is_held_there() {
+        // 5 min: pinned at 100 for two days, a partial load around 50 for three, idle
+        // at 0 for eight, and at 100 again for the last step only
+        let mut e = Noise(26);
+        let mut y = vec![100.0; 576];
+        y.extend((0..864).map(|_| 50.0 + 5.0 * e.normal()));
+        y.extend([0.0; 2304]);
+        y.push(100.0);
+        let config = ForecastConfig {
+            horizon_steps: 288,
+            ..ForecastConfig::default()
+        };
+        let f = forecast(&Series::from_values(&y, 300.0), &config).unwrap();
+        assert!(
+            f.point.iter().all(|p| *p == 100.0),
+            "{}: {:?}",
+            f.model,
+            &f.point[..8]
+        );
+    }
+
+    #[test]
     fn a_count_that_moves_in_steps_is_hedged_and_a_continuous_one_is_not() {
         // nodes busy on a 40-node cluster at 5 min for a week: jobs start and end, so
         // the count holds for several steps and wanders around 30
