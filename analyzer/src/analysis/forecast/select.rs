@@ -190,8 +190,9 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let open = !pinned && pause.is_none();
     // A regime that began after the last origin is validated again inside itself; not
     // where a season was detected, whose cycle no stretch shorter than it can judge.
+    let seasonal = members.iter().any(|m| m.period().is_some());
     let young = (open && dominant.is_none())
-        .then(|| young::young_start(y, &origins))
+        .then(|| young::young_start(y, &origins, seasonal))
         .flatten();
     let settled = young.and_then(|start| {
         young::forecast(y, start, h, young::settle(y, start, h, &forecast_choice))
@@ -735,6 +736,23 @@ mod tests {
             f.model,
             &f.point[..8]
         );
+    }
+
+    #[test]
+    fn a_partial_load_that_moved_hours_ago_after_days_idle_is_forecast_at_its_new_level() {
+        // 5 min: idle at 0 for a day, a partial load ±5 around 32% for five days, 60% for
+        // the last eight hours: too small a step for a break under that noise
+        let mut e = Noise(24);
+        let mut y = vec![0.0; 288];
+        y.extend((0..1440).map(|_| 32.0 + 5.0 * (2.0 * e.uniform() - 1.0)));
+        y.extend((0..96).map(|_| 60.0 + 5.0 * (2.0 * e.uniform() - 1.0)));
+        let config = ForecastConfig {
+            horizon_steps: 288,
+            ..ForecastConfig::default()
+        };
+        let f = forecast(&Series::from_values(&y, 300.0), &config).unwrap();
+        let off = f.point.iter().map(|p| (p - 60.0).abs()).sum::<f64>() / 288.0;
+        assert!(off < 2.0, "{}: {off} from 60, {:?}", f.model, &f.point[..4]);
     }
 
     #[test]
