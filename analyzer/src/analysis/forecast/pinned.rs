@@ -116,6 +116,10 @@ pub fn held_as_before(y: &[f64], h: usize) -> bool {
     }
     let value = y[y.len() - 1];
     let before = &y[..y.len() - run];
+    // most series never took their last value before: spare them the runs
+    if !before.iter().any(|v| (v - value).abs() <= SAME) {
+        return false;
+    }
     // unlike `paused::stops_at`'s whole outages, a stay where the data begins counts:
     // one that had already lasted the horizon says as much (seed 13 #38's first stay)
     let mut visits = runs(before, SAME).filter(|r| (before[r.start] - value).abs() <= SAME);
