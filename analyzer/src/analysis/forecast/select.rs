@@ -691,6 +691,24 @@ mod tests {
         assert!(mae < 30.0, "{}: mae {mae}", f.model);
     }
 
+    /// The forecast of a day (288 steps) after `y`, sampled every 5 min.
+    fn day_ahead_at_5_min(y: &[f64]) -> Forecast {
+        let config = ForecastConfig {
+            horizon_steps: 288,
+            ..ForecastConfig::default()
+        };
+        forecast(&Series::from_values(y, 300.0), &config).unwrap()
+    }
+
+    fn assert_held_at(f: &Forecast, value: f64) {
+        assert!(
+            f.point.iter().all(|p| *p == value),
+            "{}: {:?}",
+            f.model,
+            &f.point[..8]
+        );
+    }
+
     #[test]
     fn a_cluster_back_at_a_value_it_always_stayed_at_for_a_day_is_held_there() {
         // 5 min: a partial load around 50, pinned at 100 for a day and a half twice,
@@ -703,17 +721,7 @@ mod tests {
         }
         y.extend((0..600).map(|_| 50.0 + 5.0 * e.normal()));
         y.extend([100.0; 5]);
-        let config = ForecastConfig {
-            horizon_steps: 288,
-            ..ForecastConfig::default()
-        };
-        let f = forecast(&Series::from_values(&y, 300.0), &config).unwrap();
-        assert!(
-            f.point.iter().all(|p| *p == 100.0),
-            "{}: {:?}",
-            f.model,
-            &f.point[..8]
-        );
+        assert_held_at(&day_ahead_at_5_min(&y), 100.0);
     }
 
     #[test]
@@ -725,17 +733,7 @@ mod tests {
         y.extend((0..864).map(|_| 50.0 + 5.0 * e.normal()));
         y.extend([0.0; 2304]);
         y.push(100.0);
-        let config = ForecastConfig {
-            horizon_steps: 288,
-            ..ForecastConfig::default()
-        };
-        let f = forecast(&Series::from_values(&y, 300.0), &config).unwrap();
-        assert!(
-            f.point.iter().all(|p| *p == 100.0),
-            "{}: {:?}",
-            f.model,
-            &f.point[..8]
-        );
+        assert_held_at(&day_ahead_at_5_min(&y), 100.0);
     }
 
     #[test]
@@ -746,11 +744,7 @@ mod tests {
         let mut y = vec![0.0; 288];
         y.extend((0..1440).map(|_| 32.0 + 5.0 * (2.0 * e.uniform() - 1.0)));
         y.extend((0..96).map(|_| 60.0 + 5.0 * (2.0 * e.uniform() - 1.0)));
-        let config = ForecastConfig {
-            horizon_steps: 288,
-            ..ForecastConfig::default()
-        };
-        let f = forecast(&Series::from_values(&y, 300.0), &config).unwrap();
+        let f = day_ahead_at_5_min(&y);
         let off = f.point.iter().map(|p| (p - 60.0).abs()).sum::<f64>() / 288.0;
         assert!(off < 2.0, "{}: {off} from 60, {:?}", f.model, &f.point[..4]);
     }
@@ -770,15 +764,11 @@ mod tests {
                 level.round().clamp(0.0, 40.0)
             })
             .collect();
-        let config = ForecastConfig {
-            horizon_steps: 288,
-            ..ForecastConfig::default()
-        };
-        let f = forecast(&Series::from_values(&nodes, 300.0), &config).unwrap();
+        let f = day_ahead_at_5_min(&nodes);
         assert!(f.model.starts_with("hedge("), "{}", f.model);
         // the same with noise in every step: never hedged
         let smooth: Vec<f64> = nodes.iter().map(|v| v + 0.3 * e.normal()).collect();
-        let f = forecast(&Series::from_values(&smooth, 300.0), &config).unwrap();
+        let f = day_ahead_at_5_min(&smooth);
         assert!(!f.model.contains("hedge"), "{}", f.model);
     }
 

@@ -329,14 +329,7 @@ mod tests {
         assert_eq!(young_start(&flat, &origins, false), None);
         // the shift on continuous traffic (no held stretch): a wander, not a regime
         assert_eq!(
-            young_start(
-                &y[600..],
-                &Origins {
-                    at: vec![180, 280],
-                    steps: 100
-                },
-                false
-            ),
+            young_start(&y[600..], &origins_less(&origins, 600), false),
             None
         );
         assert!(level_shift(&y[600..], 280).is_some());
