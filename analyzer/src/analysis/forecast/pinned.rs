@@ -122,9 +122,10 @@ pub fn held_as_before(y: &[f64], h: usize) -> bool {
     }
     // unlike `paused::stops_at`'s whole outages, a stay where the data begins counts:
     // one that had already lasted the horizon says as much (seed 13 #38's first stay)
-    let mut visits = runs(before, SAME).filter(|r| (before[r.start] - value).abs() <= SAME);
-    let first = visits.next();
-    first.is_some_and(|r| r.len() >= h) && visits.all(|r| r.len() >= h)
+    let mut visits = runs(before, SAME)
+        .filter(|r| (before[r.start] - value).abs() <= SAME)
+        .peekable();
+    visits.peek().is_some() && visits.all(|r| r.len() >= h)
 }
 
 /// Whether `y` has stayed within a still band ([`super::held`]: a few percent of its
