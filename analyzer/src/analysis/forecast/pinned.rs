@@ -107,8 +107,9 @@ pub fn is_pinned(y: &[f64], seasons: &[f64]) -> bool {
 /// no stop unheard of; every model averaging the steps before the run forecast the
 /// load it had left (first set, seed 13, 5 min GPU cluster #38: five steps at 100 after
 /// a partial load, 23.3 MAE against naive's 0; new dev seed 26 #13: one step at 100
-/// after eight days at 0, 100 against 0). A value passed through even once (a count of
-/// jobs started, a dip to 0 for one step) has no such record.
+/// after eight days at 0, forecast at 0 for the day it stayed at 100). A value passed
+/// through even once (a count of jobs started, a dip to 0 for one step) has no such
+/// record.
 pub fn held_as_before(y: &[f64], h: usize) -> bool {
     let run = trailing_run(y);
     if run >= y.len() {
@@ -116,16 +117,16 @@ pub fn held_as_before(y: &[f64], h: usize) -> bool {
     }
     let value = y[y.len() - 1];
     let before = &y[..y.len() - run];
-    // most series never took their last value before: spare them the runs
+    // at least one visit; most series never took their last value before, and are
+    // spared the runs
     if !before.iter().any(|v| (v - value).abs() <= SAME) {
         return false;
     }
     // unlike `paused::stops_at`'s whole outages, a stay where the data begins counts:
     // one that had already lasted the horizon says as much (seed 13 #38's first stay)
-    let mut visits = runs(before, SAME)
+    runs(before, SAME)
         .filter(|r| (before[r.start] - value).abs() <= SAME)
-        .peekable();
-    visits.peek().is_some() && visits.all(|r| r.len() >= h)
+        .all(|r| r.len() >= h)
 }
 
 /// Whether `y` has stayed within a still band ([`super::held`]: a few percent of its
