@@ -228,6 +228,7 @@ mod tests {
         // one earlier stay that lasted the horizon is enough, at any run since
         assert!(held_as_before(&load_with_runs(&[400], 1), 288));
         assert!(held_as_before(&load_with_runs(&[400], 5), 288));
+        assert!(held_as_before(&load_with_runs(&[400, 300], 3), 288));
         // a value the series only passed through before: a count of jobs started
         // that was 3 for one step, a training job's dip to 0 for one step
         let mut counts = vec![0.0; 600];

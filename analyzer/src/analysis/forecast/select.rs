@@ -190,9 +190,9 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let open = !pinned && pause.is_none();
     // A regime that began after the last origin is validated again inside itself; not
     // where a season was detected, whose cycle no stretch shorter than it can judge.
-    let seasonal = members.iter().any(|m| m.period().is_some());
+    let choice_period = members.iter().find_map(|c| c.period());
     let young = (open && dominant.is_none())
-        .then(|| young::young_start(y, &origins, seasonal))
+        .then(|| young::young_start(y, &origins, choice_period.is_some()))
         .flatten();
     let settled = young.and_then(|start| {
         young::forecast(y, start, h, young::settle(y, start, h, &forecast_choice))
@@ -263,10 +263,7 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let (mut lower_95, upper_95) = band(0.95, intervals::z(0.95));
     let period_seconds = match &reshaped {
         Some(snaive) => snaive.period(),
-        None => members
-            .iter()
-            .find_map(|c| c.period())
-            .filter(|_| !resettled),
+        None => choice_period.filter(|_| !resettled),
     };
     // falls a forecast without a season does not time may come at any step
     if let Some(resets) = period_seconds.is_none().then(|| Resets::of(y)).flatten() {
@@ -700,6 +697,7 @@ mod tests {
         forecast(&Series::from_values(y, 300.0), &config).unwrap()
     }
 
+    /// Asserts that every step of `f` is `value`.
     fn assert_held_at(f: &Forecast, value: f64) {
         assert!(
             f.point.iter().all(|p| *p == value),
