@@ -24,6 +24,7 @@ mod freshset;
 mod impulsive;
 mod inputs;
 mod profile;
+mod public;
 mod recorded;
 mod speed;
 
@@ -86,6 +87,10 @@ fn main() {
             assert!(!dirs.is_empty(), "forecast-recorded DIR...");
             recorded::run(&dirs, flag(&args, "--threads", 2));
         }
+        Some("forecast-public") => {
+            let dir = args.get(1).expect("forecast-public DIR");
+            public::run(dir, flag(&args, "--threads", 2));
+        }
         Some("forecast-dump") => {
             let path = args.get(1).expect("forecast-dump FILE");
             fcast_eval::dump(
@@ -95,7 +100,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T]");
             std::process::exit(2);
         }
     }

@@ -1,0 +1,218 @@
+//! Forecast accuracy on public real series that are neither forecasting-competition
+//! series nor GPU-cluster traces (those stay held out for acceptance): machine and
+//! service metrics, counts and sensor series, e.g. the `data/real*` folders of the
+//! Numenta Anomaly Benchmark (cloud CPU and network at 5 min, request counts, tweet
+//! volumes, traffic, hourly ad-exchange rates, temperatures).
+//!
+//! Each subfolder of the given folder is a class, each `timestamp,value` CSV in it a
+//! series; timestamps are unix seconds or `YYYY-MM-DD HH:MM:SS` (UTC). A series' step
+//! is the median gap between its samples. Each series is cut at its last [`ORIGINS`]
+//! horizons; each horizon (a day, and at least [`MIN_HORIZON`] steps) is forecast from
+//! at most [`HISTORY_DAYS`] days (at least [`MIN_HISTORY_STEPS`] steps) before it, and
+//! scored like the evaluation set ([`crate::fcast_eval::evaluate`]); seasonal-naive
+//! uses the day and, in a class where every history holds two, the week.
+
+use std::path::{Path, PathBuf};
+
+use crate::evalset::{fill, Case};
+use crate::fcast_eval::evaluate;
+
+/// Origins per series: the last horizons.
+pub const ORIGINS: usize = 7;
+/// Fewest steps forecast from an origin (two days of hourly data).
+pub const MIN_HORIZON: usize = 48;
+/// Days of history before an origin at most (a scheduler's lookback of two weeks).
+pub const HISTORY_DAYS: f64 = 14.0;
+/// Steps of history kept at least, where two weeks are fewer (hourly series).
+pub const MIN_HISTORY_STEPS: usize = 1000;
+/// Fewest days of history an origin needs.
+pub const MIN_HISTORY_DAYS: f64 = 3.0;
+
+/// Longest gap, in steps, the analyzer fills; it forecasts from the data after a longer
+/// one.
+pub const MAX_GAP_STEPS: usize = 10;
+
+const DAY: f64 = 86_400.0;
+
+/// Unix seconds of `YYYY-MM-DD HH:MM:SS` (UTC), or of a number of seconds.
+fn timestamp(text: &str) -> Option<f64> {
+    if let Ok(t) = text.parse::<f64>() {
+        return Some(t);
+    }
+    let (date, time) = text.trim().split_once([' ', 'T'])?;
+    let d: Vec<i64> = date
+        .split('-')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let s: Vec<f64> = time
+        .split(':')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
+    let ([y, m, day], [hh, mm, ss]) = (d.as_slice(), s.as_slice()) else {
+        return None;
+    };
+    // days since 1970-01-01 of a proleptic Gregorian date
+    let (y, m) = if *m <= 2 { (y - 1, m + 9) } else { (*y, m - 3) };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * m + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(days as f64 * DAY + hh * 3600.0 + mm * 60.0 + ss)
+}
+
+/// The (time, value) samples of a `timestamp,value` CSV with a header row.
+fn read(path: &Path) -> Vec<(f64, f64)> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut points: Vec<(f64, f64)> = text
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let (t, v) = l.split_once(',')?;
+            Some((timestamp(t)?, v.trim().parse::<f64>().ok()?))
+        })
+        .filter(|(_, v)| v.is_finite())
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points.dedup_by(|a, b| a.0 == b.0);
+    points
+}
+
+/// The median gap between samples, in whole seconds.
+fn step_of(points: &[(f64, f64)]) -> f64 {
+    let mut gaps: Vec<f64> = points.windows(2).map(|w| w[1].0 - w[0].0).collect();
+    gaps.sort_by(f64::total_cmp);
+    gaps[gaps.len() / 2].round().max(1.0)
+}
+
+/// The cases of one series: its last [`ORIGINS`] horizons, each with the history
+/// before it; none where the history is too short, or the history
+/// and horizon are constant (every method scores 0).
+fn cases_of(points: &[(f64, f64)], class: &'static str) -> Vec<Case> {
+    if points.len() < 10 {
+        return Vec::new();
+    }
+    let step = step_of(points);
+    let t0 = points[0].0;
+    let n = ((points.last().unwrap().0 - t0) / step).round() as usize + 1;
+    let on_grid: Vec<(f64, f64)> = points.iter().map(|(t, v)| (t - t0, *v)).collect();
+    let grid = fill(&on_grid, step, n);
+    let day = (DAY / step).round() as usize;
+    let h = day.max(MIN_HORIZON);
+    let keep = ((HISTORY_DAYS * DAY / step).round() as usize).max(MIN_HISTORY_STEPS);
+    let least = (MIN_HISTORY_DAYS * DAY / step).round() as usize;
+    (1..=ORIGINS)
+        .rev()
+        .filter_map(|k| {
+            let origin = n.checked_sub(k * h)?;
+            let start = origin.saturating_sub(keep);
+            let filled = grid[start..origin].to_vec();
+            let future = grid[origin..origin + h].to_vec();
+            let flat = filled.iter().chain(&future).all(|v| *v == filled[0]);
+            let history: Vec<(f64, f64)> = on_grid
+                .iter()
+                .filter(|(t, _)| {
+                    let at = (t / step).round() as usize;
+                    at >= start && at < origin
+                })
+                .map(|(t, v)| (t - start as f64 * step, *v))
+                .collect();
+            let seasons: Vec<usize> = [day, 7 * day]
+                .into_iter()
+                .filter(|s| 2 * s <= filled.len())
+                .collect();
+            (!flat && since_gap(&history, step) >= least && !seasons.is_empty()).then_some(Case {
+                class,
+                step,
+                seasons,
+                history,
+                filled,
+                future,
+                siblings: Vec::new(),
+            })
+        })
+        .collect()
+}
+
+/// Steps since the last gap of more than [`MAX_GAP_STEPS`] in `history`: what the
+/// analyzer forecasts from.
+fn since_gap(history: &[(f64, f64)], step: f64) -> usize {
+    let Some(&(end, _)) = history.last() else {
+        return 0;
+    };
+    let start = history
+        .windows(2)
+        .rev()
+        .find(|w| w[1].0 - w[0].0 > MAX_GAP_STEPS as f64 * step)
+        .map_or(history[0].0, |w| w[1].0);
+    ((end - start) / step).round() as usize + 1
+}
+
+/// Scores every method on the series under `dir` (a subfolder per class).
+pub fn run(dir: &str, threads: usize) {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort();
+    let mut classes: Vec<&'static str> = Vec::new();
+    let mut cases = Vec::new();
+    let mut series = 0;
+    for folder in folders {
+        let name = folder.file_name().unwrap().to_string_lossy().to_string();
+        let class: &'static str = Box::leak(name.into_boxed_str());
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&folder)
+            .unwrap_or_else(|e| panic!("{}: {e}", folder.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+            .collect();
+        if files.is_empty() {
+            continue;
+        }
+        files.sort();
+        let c = classes.len();
+        classes.push(class);
+        for path in files {
+            let more = cases_of(&read(&path), class);
+            series += usize::from(!more.is_empty());
+            for k in more {
+                cases.push((c, cases.len(), k));
+            }
+        }
+    }
+    // seasonal-naive of the week is scored on a whole class or not at all, so that
+    // every row of a class covers the same forecasts
+    for c in 0..classes.len() {
+        let in_class = |k: &&mut (usize, usize, Case)| k.0 == c;
+        if cases
+            .iter_mut()
+            .filter(in_class)
+            .any(|k| k.2.seasons.len() < 2)
+        {
+            cases
+                .iter_mut()
+                .filter(in_class)
+                .for_each(|k| k.2.seasons.truncate(1));
+        }
+    }
+    let title = format!(
+        "{series} public series, {} forecasts (the last {ORIGINS} days of each)",
+        cases.len()
+    );
+    evaluate(&title, &classes, &cases, None, threads);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_read_as_unix_seconds() {
+        assert_eq!(timestamp("1970-01-01 00:00:00"), Some(0.0));
+        assert_eq!(timestamp("2014-02-14 14:30:00"), Some(1_392_388_200.0));
+        assert_eq!(timestamp("2000-03-01 00:00:01"), Some(951_868_801.0));
+        assert_eq!(timestamp("1392388200"), Some(1_392_388_200.0));
+        assert_eq!(timestamp("14:30"), None);
+    }
+}
