@@ -16,6 +16,7 @@ use super::linear::{least_squares_line, LinearFit};
 use super::logscale::LogDecomposed;
 use super::memo::Memo;
 use super::pinned::{trailing_run, MIN_RUN};
+use super::seasonal_ar::{self, SeasonalAr};
 use super::shape_change::cycles_since_change;
 
 /// Evaluations the optimiser may spend per ETS model.
@@ -96,6 +97,32 @@ impl Candidate for SeasonalNaive {
             })
             .unzip();
         Path { point, var }
+    }
+}
+
+/// The seasonal ARIMA (1,0,0)(0,1,1) of a season ([`SeasonalAr`]): coefficients from
+/// the training data, its errors run again over the recent window of each prefix.
+pub struct SeasonalArima(pub SeasonalAr, pub Season);
+
+impl SeasonalArima {
+    /// The model fitted to the recent part of `train`, where it holds enough cycles.
+    pub fn build(train: &[f64], season: Season) -> Option<SeasonalArima> {
+        let m = season.bins();
+        let window = recent(train, (seasonal_ar::MIN_CYCLES + 1) * m);
+        SeasonalAr::fit(window, m).map(|fit| SeasonalArima(fit, season))
+    }
+}
+
+impl Candidate for SeasonalArima {
+    fn name(&self) -> String {
+        format!("sarima({})", trim(self.1.period()))
+    }
+    fn period(&self) -> Option<f64> {
+        Some(self.1.period())
+    }
+    fn forecast(&self, y: &[f64], h: usize) -> Path {
+        self.0
+            .forecast(recent(y, (seasonal_ar::MIN_CYCLES + 1) * self.0.m), h)
     }
 }
 
@@ -484,6 +511,11 @@ pub fn build(
     out.push(Box::new(RecentMedian(recent, regimes.clone())));
     if train.len() < 10 {
         return out;
+    }
+    for s in seasons {
+        if let Some(c) = SeasonalArima::build(train, *s) {
+            out.push(Box::new(c));
+        }
     }
     out.push(Box::new(Line(regimes.clone())));
     // The additive trend starts from the level-only optimum and the damped trend from

@@ -38,6 +38,7 @@ pub mod resets;
 pub mod reshaped;
 #[cfg(test)]
 mod resume_tests;
+pub mod seasonal_ar;
 mod select;
 pub mod shape_change;
 pub mod spikes;

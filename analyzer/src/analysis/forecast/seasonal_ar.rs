@@ -1,0 +1,203 @@
+//! Today's deviation from the days before, fading: the seasonal ARIMA
+//! (1,0,0)(0,1,1) of a season of m steps. The change over one season, w_t = y_t − y_{t−m},
+//! follows w_t = φ·w_{t−1} + e_t − Θ·e_{t−m}: a load running above yesterday's stays
+//! above it for the next hours at the rate such deviations faded before (φ), and the
+//! seasonal profile is an average of past cycles that weights recent ones more (Θ),
+//! not the last cycle alone as seasonal-naive's. On real hourly loads (ad-exchange
+//! rates, transformer loads; `docs/validation/analyzer/forecast-public-session26.md`)
+//! this form forecast better than seasonal-naive and the decompositions.
+
+use super::candidates::Path;
+
+/// The fades φ and weights Θ tried, then refined around the best by a step of
+/// [`REFINE`]: one-step errors are cheap and a grid never leaves the stable region.
+const PHIS: [f64; 7] = [0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95];
+const THETAS: [f64; 6] = [0.0, 0.2, 0.4, 0.6, 0.8, 0.9];
+const REFINE: f64 = 0.05;
+/// Largest φ and Θ: at 1 the model is no longer stationary or invertible.
+const MAX_COEFFICIENT: f64 = 0.98;
+
+/// Fitted coefficients of the model for a season of `m` steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SeasonalAr {
+    /// Season in steps.
+    pub m: usize,
+    /// Fade of the seasonal change per step.
+    pub phi: f64,
+    /// Weight of the seasonal moving average.
+    pub theta: f64,
+    /// Variance of the one-step errors.
+    pub sigma2: f64,
+}
+
+/// Cycles the fit needs: one to difference, one for the errors' moving average to
+/// settle, one to measure them on.
+pub const MIN_CYCLES: usize = 3;
+
+impl SeasonalAr {
+    /// The coefficients with the least squared one-step error over `y`; `None` where
+    /// `y` holds fewer than [`MIN_CYCLES`] seasons and two steps.
+    pub fn fit(y: &[f64], m: usize) -> Option<SeasonalAr> {
+        if m == 0 || y.len() < MIN_CYCLES * m + 2 {
+            return None;
+        }
+        let sse = |phi: f64, theta: f64| errors(y, m, phi, theta).1;
+        let mut best = (f64::INFINITY, 0.0, 0.0);
+        for phi in PHIS {
+            for theta in THETAS {
+                let s = sse(phi, theta);
+                if s < best.0 {
+                    best = (s, phi, theta);
+                }
+            }
+        }
+        let (_, phi0, theta0) = best;
+        for dphi in [-REFINE, 0.0, REFINE] {
+            for dtheta in [-REFINE, 0.0, REFINE] {
+                let phi = (phi0 + dphi).clamp(0.0, MAX_COEFFICIENT);
+                let theta = (theta0 + dtheta).clamp(0.0, MAX_COEFFICIENT);
+                let s = sse(phi, theta);
+                if s < best.0 {
+                    best = (s, phi, theta);
+                }
+            }
+        }
+        let (sum, phi, theta) = best;
+        let counted = y.len() - (2 * m + 1);
+        Some(SeasonalAr {
+            m,
+            phi,
+            theta,
+            sigma2: sum / counted as f64,
+        })
+    }
+
+    /// Forecasts `h` steps after `y` with these coefficients, the errors run over `y`
+    /// from its start (the caller passes a recent window); the last value held where
+    /// `y` holds less than two seasons.
+    pub fn forecast(&self, y: &[f64], h: usize) -> Path {
+        let (m, n) = (self.m, y.len());
+        if n < 2 * m + 1 {
+            let last = y.last().copied().unwrap_or(0.0);
+            return Path {
+                point: vec![last; h],
+                var: vec![self.sigma2; h],
+            };
+        }
+        let (mut e, _) = errors(y, m, self.phi, self.theta);
+        let mut ext = y.to_vec();
+        let mut w_prev = y[n - 1] - y[n - 1 - m];
+        for t in n..n + h {
+            let w = self.phi * w_prev - self.theta * e[t - m];
+            ext.push(ext[t - m] + w);
+            e.push(0.0);
+            w_prev = w;
+        }
+        Path {
+            point: ext.split_off(n),
+            var: self.variances(h),
+        }
+    }
+
+    /// The forecast error variance at each of `h` steps: σ² times the running sum of the
+    /// squared weights of past errors (the model's response to one error).
+    fn variances(&self, h: usize) -> Vec<f64> {
+        let m = self.m;
+        let (mut psi, mut w): (Vec<f64>, Vec<f64>) = (Vec::with_capacity(h), Vec::with_capacity(h));
+        let mut total = 0.0;
+        (0..h)
+            .map(|j| {
+                let shock = f64::from(u8::from(j == 0)) - self.theta * f64::from(u8::from(j == m));
+                let wj = self.phi * w.last().copied().unwrap_or(0.0) + shock;
+                let yj = wj + if j >= m { psi[j - m] } else { 0.0 };
+                w.push(wj);
+                psi.push(yj);
+                total += yj * yj;
+                self.sigma2 * total
+            })
+            .collect()
+    }
+}
+
+/// The one-step errors of the model over `y` (zero before the first seasonal change
+/// has a predecessor) and their sum of squares from step 2m+1 on, where the moving
+/// average has run a season.
+fn errors(y: &[f64], m: usize, phi: f64, theta: f64) -> (Vec<f64>, f64) {
+    let n = y.len();
+    let mut e = vec![0.0; n];
+    let mut sse = 0.0;
+    for t in m + 1..n {
+        let w = y[t] - y[t - m];
+        let w_prev = y[t - 1] - y[t - 1 - m];
+        e[t] = w - phi * w_prev + theta * e[t - m];
+        if t > 2 * m {
+            sse += e[t] * e[t];
+        }
+    }
+    (e, sse)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::fixtures::Noise;
+
+    /// A daily profile plus a deviation that fades at `phi` per step, hourly.
+    fn fading_days(n: usize, phi: f64, seed: u64) -> Vec<f64> {
+        let mut e = Noise(seed);
+        let mut dev = 0.0;
+        (0..n)
+            .map(|t| {
+                dev = phi * dev + e.normal();
+                let hour = (t % 24) as f64;
+                50.0 + 10.0 * (2.0 * std::f64::consts::PI * hour / 24.0).sin() + dev
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_deviation_that_fades_is_fitted_and_forecast_fading() {
+        let y = fading_days(24 * 40, 0.9, 3);
+        let fit = SeasonalAr::fit(&y, 24).expect("forty days fit");
+        assert!(fit.phi >= 0.75, "{fit:?}");
+        // the seasonal average is long (the profile does not change): Θ near 1
+        assert!(fit.theta >= 0.7, "{fit:?}");
+        // a deviation of +8 at the end: the forecast starts above the profile and
+        // returns to it within the day
+        let mut z = y.clone();
+        let n = z.len();
+        for (k, v) in z[n - 6..].iter_mut().enumerate() {
+            *v += 8.0 * (k + 1) as f64 / 6.0;
+        }
+        let p = fit.forecast(&z, 48);
+        let profile =
+            |t: usize| 50.0 + 10.0 * (2.0 * std::f64::consts::PI * (t % 24) as f64 / 24.0).sin();
+        assert!(p.point[0] - profile(n) > 4.0, "{}", p.point[0] - profile(n));
+        assert!(
+            (p.point[47] - profile(n + 47)).abs() < 2.5,
+            "{}",
+            p.point[47] - profile(n + 47)
+        );
+        assert!(p.var.windows(2).all(|v| v[1] >= v[0]), "{:?}", p.var);
+    }
+
+    #[test]
+    fn a_season_repeated_exactly_is_forecast_exactly() {
+        let y: Vec<f64> = (0..24 * 5).map(|t| (t % 24) as f64).collect();
+        let fit = SeasonalAr::fit(&y, 24).expect("five days fit");
+        let p = fit.forecast(&y, 30);
+        let expected: Vec<f64> = (0..30).map(|t| (t % 24) as f64).collect();
+        assert_eq!(p.point, expected);
+        assert_eq!(fit.sigma2, 0.0);
+    }
+
+    #[test]
+    fn too_few_cycles_fit_nothing_and_a_short_window_holds_the_last_value() {
+        let y: Vec<f64> = (0..24 * 3 + 1).map(|t| (t % 24) as f64).collect();
+        assert_eq!(SeasonalAr::fit(&y, 24), None);
+        assert_eq!(SeasonalAr::fit(&y, 0), None);
+        let fit = SeasonalAr::fit(&[y.clone(), y.clone()].concat(), 24).unwrap();
+        let p = fit.forecast(&y[..40], 3);
+        assert_eq!(p.point, vec![y[39]; 3]);
+    }
+}
