@@ -3,9 +3,10 @@
 //! follows w_t = φ·w_{t−1} + e_t − Θ·e_{t−m}: a load running above yesterday's stays
 //! above it for the next hours at the rate such deviations faded before (φ), and the
 //! seasonal profile is an average of past cycles that weights recent ones more (Θ),
-//! not the last cycle alone as seasonal-naive's. On real hourly loads (ad-exchange
-//! rates, transformer loads; `docs/validation/analyzer/forecast-public-session26.md`)
-//! this form forecast better than seasonal-naive and the decompositions.
+//! not the last cycle alone as seasonal-naive's. On its own it forecast real hourly
+//! loads better than seasonal-naive (transformer loads MASE 0.962 against 1.024,
+//! ad-exchange rates 1.197 against 1.515;
+//! `docs/validation/analyzer/forecast-public-session26.md`, section 3).
 
 use super::candidates::Path;
 
