@@ -86,8 +86,9 @@ fn step_of(points: &[(f64, f64)]) -> f64 {
 }
 
 /// The cases of one series: its last [`ORIGINS`] horizons, each with the history
-/// before it; none where the history is too short, or the history
-/// and horizon are constant (every method scores 0).
+/// before it; none where the history (since its last long gap) is too short or does
+/// not reach the origin, or the history and horizon are constant (every method scores
+/// 0).
 fn cases_of(points: &[(f64, f64)], class: &'static str) -> Vec<Case> {
     if points.len() < 10 {
         return Vec::new();
@@ -106,6 +107,9 @@ fn cases_of(points: &[(f64, f64)], class: &'static str) -> Vec<Case> {
         .filter_map(|k| {
             let origin = n.checked_sub(k * h)?;
             let start = origin.saturating_sub(keep);
+            if origin - start < least {
+                return None;
+            }
             let filled = grid[start..origin].to_vec();
             let future = grid[origin..origin + h].to_vec();
             let flat = filled.iter().chain(&future).all(|v| *v == filled[0]);
@@ -121,7 +125,13 @@ fn cases_of(points: &[(f64, f64)], class: &'static str) -> Vec<Case> {
                 .into_iter()
                 .filter(|s| 2 * s <= filled.len())
                 .collect();
-            (!flat && since_gap(&history, step) >= least && !seasons.is_empty()).then_some(Case {
+            // the analyzer forecasts the steps after the last sample: it must be the
+            // step before the origin, or the forecast and the future are out of step
+            let ends_at_origin = history
+                .last()
+                .is_some_and(|(t, _)| (t / step).round() as usize + start + 1 == origin);
+            let usable = ends_at_origin && since_gap(&history, step) >= least;
+            (!flat && usable && !seasons.is_empty()).then_some(Case {
                 class,
                 step,
                 seasons,
@@ -206,6 +216,40 @@ pub fn run(dir: &str, threads: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hourly samples of a daily wave at unix seconds `t`.
+    fn hourly(hours: impl Iterator<Item = usize>) -> Vec<(f64, f64)> {
+        hours
+            .map(|t| (t as f64 * 3600.0, (t % 24) as f64))
+            .collect()
+    }
+
+    #[test]
+    fn each_origin_is_a_horizon_apart_with_the_history_before_it() {
+        // 60 days hourly: seven horizons of 48 steps, each after at most 1,000 steps
+        let cases = cases_of(&hourly(0..24 * 60), "c");
+        assert_eq!(cases.len(), ORIGINS);
+        let n = 24 * 60;
+        for (k, case) in cases.iter().enumerate() {
+            let origin = n - (ORIGINS - k) * 48;
+            assert_eq!(case.future.len(), 48);
+            assert_eq!(case.filled.len(), 1000.min(origin));
+            assert_eq!(case.future[0], (origin % 24) as f64);
+            assert_eq!(case.seasons, vec![24, 168]);
+        }
+    }
+
+    #[test]
+    fn a_short_history_or_one_cut_by_a_long_gap_gives_no_case() {
+        assert!(cases_of(&hourly(0..24 * 4), "c").is_empty());
+        // ten days, a day missing, two more days: the origin at the gap's end has no
+        // sample just before it (the forecast would start a day early); those before it keep theirs (the earliest, at three
+        // days, just enough); one day in is too little
+        let gapped = hourly((0..24 * 10).chain(24 * 11..24 * 13));
+        let cases = cases_of(&gapped, "c");
+        let histories: Vec<usize> = cases.iter().map(|k| k.filled.len()).collect();
+        assert_eq!(histories, vec![72, 120, 168, 216]);
+    }
 
     #[test]
     fn dates_are_read_as_unix_seconds() {
