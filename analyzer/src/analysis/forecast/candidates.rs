@@ -108,7 +108,7 @@ impl SeasonalArima {
     /// The model fitted to the recent part of `train`, where it holds enough cycles.
     pub fn build(train: &[f64], season: Season) -> Option<SeasonalArima> {
         let m = season.bins();
-        let window = recent(train, (seasonal_ar::MIN_CYCLES + 1) * m);
+        let window = recent(train, seasonal_ar::WINDOW_CYCLES * m);
         SeasonalAr::fit(window, m).map(|fit| SeasonalArima(fit, season))
     }
 }
@@ -122,7 +122,7 @@ impl Candidate for SeasonalArima {
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         self.0
-            .forecast(recent(y, (seasonal_ar::MIN_CYCLES + 1) * self.0.m), h)
+            .forecast(recent(y, seasonal_ar::WINDOW_CYCLES * self.0.m), h)
     }
 }
 

@@ -35,6 +35,10 @@ pub struct SeasonalAr {
 /// settle, one to measure them on.
 pub const MIN_CYCLES: usize = 3;
 
+/// Cycles of recent data the model is fitted to and run over, at least: one more than
+/// the fit needs, so that an origin a cycle later still fits.
+pub const WINDOW_CYCLES: usize = MIN_CYCLES + 1;
+
 impl SeasonalAr {
     /// The coefficients with the least squared one-step error over `y`; `None` where
     /// `y` holds fewer than [`MIN_CYCLES`] seasons and two steps.
