@@ -4,15 +4,19 @@
 //! Numenta Anomaly Benchmark (cloud CPU and network at 5 min, request counts, tweet
 //! volumes, traffic, hourly ad-exchange rates, temperatures).
 //!
-//! Each subfolder of the given folder is a class, each `timestamp,value` CSV in it a
-//! series; timestamps are unix seconds or `YYYY-MM-DD HH:MM:SS` (UTC). A series' step
-//! is the median gap between its samples. Each series is cut at its last [`ORIGINS`]
+//! Each subfolder of the given folder is a class, each CSV in it one or more series as
+//! the analyzer reads them (`timestamp,value`, unix seconds; `public_series.py` lays
+//! out files with dates). A series' step is the median gap between its samples. Each series is cut at its last [`ORIGINS`]
 //! horizons; each horizon (a day, and at least [`MIN_HORIZON`] steps) is forecast from
 //! at most [`HISTORY_DAYS`] days (at least [`MIN_HISTORY_STEPS`] steps) before it, and
 //! scored like the evaluation set ([`crate::fcast_eval::evaluate`]); seasonal-naive
 //! uses the day and, in a class where every history holds two, the week.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use poolprof_analyzer::analysis::forecast::MAX_FILL_STEPS;
+use poolprof_analyzer::analysis::grid::{median_step, segments};
+use poolprof_analyzer::source::file::read_file;
 
 use crate::evalset::{fill, Case};
 use crate::fcast_eval::evaluate;
@@ -28,62 +32,7 @@ pub const MIN_HISTORY_STEPS: usize = 1000;
 /// Fewest days of history an origin needs.
 pub const MIN_HISTORY_DAYS: f64 = 3.0;
 
-/// Longest gap, in steps, the analyzer fills; it forecasts from the data after a longer
-/// one.
-pub const MAX_GAP_STEPS: usize = 10;
-
 const DAY: f64 = 86_400.0;
-
-/// Unix seconds of `YYYY-MM-DD HH:MM:SS` (UTC), or of a number of seconds.
-fn timestamp(text: &str) -> Option<f64> {
-    if let Ok(t) = text.parse::<f64>() {
-        return Some(t);
-    }
-    let (date, time) = text.trim().split_once([' ', 'T'])?;
-    let d: Vec<i64> = date
-        .split('-')
-        .map(|p| p.parse().ok())
-        .collect::<Option<_>>()?;
-    let s: Vec<f64> = time
-        .split(':')
-        .map(|p| p.parse().ok())
-        .collect::<Option<_>>()?;
-    let ([y, m, day], [hh, mm, ss]) = (d.as_slice(), s.as_slice()) else {
-        return None;
-    };
-    // days since 1970-01-01 of a proleptic Gregorian date
-    let (y, m) = if *m <= 2 { (y - 1, m + 9) } else { (*y, m - 3) };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let doy = (153 * m + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    Some(days as f64 * DAY + hh * 3600.0 + mm * 60.0 + ss)
-}
-
-/// The (time, value) samples of a `timestamp,value` CSV with a header row.
-fn read(path: &Path) -> Vec<(f64, f64)> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut points: Vec<(f64, f64)> = text
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let (t, v) = l.split_once(',')?;
-            Some((timestamp(t)?, v.trim().parse::<f64>().ok()?))
-        })
-        .filter(|(_, v)| v.is_finite())
-        .collect();
-    points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    points.dedup_by(|a, b| a.0 == b.0);
-    points
-}
-
-/// The median gap between samples, in whole seconds.
-fn step_of(points: &[(f64, f64)]) -> f64 {
-    let mut gaps: Vec<f64> = points.windows(2).map(|w| w[1].0 - w[0].0).collect();
-    gaps.sort_by(f64::total_cmp);
-    gaps[gaps.len() / 2].round().max(1.0)
-}
 
 /// The cases of one series: its last [`ORIGINS`] horizons, each with the history
 /// before it; none where the history (since its last long gap) is too short or does
@@ -93,7 +42,9 @@ fn cases_of(points: &[(f64, f64)], class: &'static str) -> Vec<Case> {
     if points.len() < 10 {
         return Vec::new();
     }
-    let step = step_of(points);
+    let Some(step) = median_step(points).map(|s| s.round().max(1.0)) else {
+        return Vec::new();
+    };
     let t0 = points[0].0;
     let n = ((points.last().unwrap().0 - t0) / step).round() as usize + 1;
     let on_grid: Vec<(f64, f64)> = points.iter().map(|(t, v)| (t - t0, *v)).collect();
@@ -144,18 +95,13 @@ fn cases_of(points: &[(f64, f64)], class: &'static str) -> Vec<Case> {
         .collect()
 }
 
-/// Steps since the last gap of more than [`MAX_GAP_STEPS`] in `history`: what the
-/// analyzer forecasts from.
+/// Steps since the last gap the analyzer does not fill in `history` (on a grid of
+/// `step`): what it forecasts from.
 fn since_gap(history: &[(f64, f64)], step: f64) -> usize {
-    let Some(&(end, _)) = history.last() else {
-        return 0;
-    };
-    let start = history
-        .windows(2)
-        .rev()
-        .find(|w| w[1].0 - w[0].0 > MAX_GAP_STEPS as f64 * step)
-        .map_or(history[0].0, |w| w[1].0);
-    ((end - start) / step).round() as usize + 1
+    segments(history, Some(step), MAX_FILL_STEPS)
+        .ok()
+        .and_then(|s| s.last().map(|s| s.values.len()))
+        .unwrap_or(0)
 }
 
 /// Scores every method on the series under `dir` (a subfolder per class).
@@ -184,10 +130,13 @@ pub fn run(dir: &str, threads: usize) {
         let c = classes.len();
         classes.push(class);
         for path in files {
-            let more = cases_of(&read(&path), class);
-            series += usize::from(!more.is_empty());
-            for k in more {
-                cases.push((c, cases.len(), k));
+            let file = read_file(&path, 1.0).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            for s in &file.series {
+                let more = cases_of(&s.points, class);
+                series += usize::from(!more.is_empty());
+                for k in more {
+                    cases.push((c, cases.len(), k));
+                }
             }
         }
     }
@@ -249,14 +198,5 @@ mod tests {
         let cases = cases_of(&gapped, "c");
         let histories: Vec<usize> = cases.iter().map(|k| k.filled.len()).collect();
         assert_eq!(histories, vec![72, 120, 168, 216]);
-    }
-
-    #[test]
-    fn dates_are_read_as_unix_seconds() {
-        assert_eq!(timestamp("1970-01-01 00:00:00"), Some(0.0));
-        assert_eq!(timestamp("2014-02-14 14:30:00"), Some(1_392_388_200.0));
-        assert_eq!(timestamp("2000-03-01 00:00:01"), Some(951_868_801.0));
-        assert_eq!(timestamp("1392388200"), Some(1_392_388_200.0));
-        assert_eq!(timestamp("14:30"), None);
     }
 }

@@ -64,7 +64,7 @@ pub const MAX_HORIZON: usize = 100_000;
 /// Fewest grid points to forecast from.
 pub const MIN_POINTS: usize = 4;
 /// Gaps of up to this many steps are filled; the forecast starts after the last longer one.
-const MAX_FILL_STEPS: usize = 10;
+pub const MAX_FILL_STEPS: usize = 10;
 
 /// Which season to model.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]

@@ -5,7 +5,7 @@
 //! seasonal profile is an average of past cycles that weights recent ones more (Θ),
 //! not the last cycle alone as seasonal-naive's. On its own it forecast real hourly
 //! loads better than seasonal-naive (transformer loads MASE 0.962 against 1.024,
-//! ad-exchange rates 1.174 against 1.496;
+//! ad-exchange rates 1.174 against 1.497;
 //! `docs/validation/analyzer/forecast-public-session26.md`, section 3).
 
 use super::candidates::Path;

@@ -1,0 +1,37 @@
+"""Tests of public_series.py: python3 -m unittest test_public_series (in bench/analyzer)."""
+
+import pathlib
+import sys
+import tempfile
+import unittest
+
+import public_series
+
+
+class UnixSeconds(unittest.TestCase):
+    def test_dates_are_read_as_unix_seconds(self):
+        self.assertEqual(public_series.unix_seconds("1970-01-01 00:00:00"), 0.0)
+        self.assertEqual(public_series.unix_seconds("2014-02-14 14:30:00"), 1_392_388_200.0)
+        self.assertEqual(public_series.unix_seconds("2000-03-01 00:00:01"), 951_868_801.0)
+        self.assertEqual(public_series.unix_seconds("1392388200"), 1_392_388_200.0)
+        self.assertIsNone(public_series.unix_seconds("14:30"))
+
+
+class Layout(unittest.TestCase):
+    def test_each_column_is_a_series_and_long_ones_are_cut_by_days(self):
+        with tempfile.TemporaryDirectory() as d:
+            src = pathlib.Path(d) / "load.csv"
+            rows = [f"2016-07-{1 + h // 24:02d} {h % 24:02d}:00:00,{h},{2 * h}" for h in range(72)]
+            src.write_text("date,A,B\n" + "\n".join(rows) + "\n")
+            sys.argv = ["public_series.py", "--out", d, "--class", "c", "--chunk-days", "2", str(src)]
+            public_series.main()
+            names = sorted(p.name for p in (pathlib.Path(d) / "c").iterdir())
+            self.assertEqual(names, ["load_A_000.csv", "load_A_001.csv", "load_B_000.csv", "load_B_001.csv"])
+            first = (pathlib.Path(d) / "c" / "load_B_001.csv").read_text().splitlines()
+            self.assertEqual(first[0], "timestamp,value")
+            self.assertEqual(first[1], f"{1_467_331_200 + 48 * 3600},96")
+            self.assertEqual(len(first), 1 + 24)
+
+
+if __name__ == "__main__":
+    unittest.main()
