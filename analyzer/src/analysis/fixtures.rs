@@ -1,5 +1,5 @@
 //! Test inputs shared by the analyses' unit tests: a seeded noise stream, an hourly daily
-//! shape, an office week, series recorded on the H100, and a forecast with the default settings.
+//! shape, a usual day with fading deviations, an office week, series recorded on the H100, and a forecast with the default settings.
 
 use crate::analysis::forecast::{forecast, Forecast, ForecastConfig};
 use crate::series::Series;
@@ -21,6 +21,25 @@ impl Noise {
         let (u, v) = (self.uniform(), self.uniform());
         (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
     }
+}
+
+/// An hourly day around 50 with a swing of ±10: the usual day of [`fading_days`].
+pub fn usual_day(t: usize) -> f64 {
+    let hour = (t % 24) as f64;
+    50.0 + 10.0 * (2.0 * std::f64::consts::PI * hour / 24.0).sin()
+}
+
+/// `n` hours of [`usual_day`] plus a deviation from it that fades by `phi` an hour,
+/// driven by standard normal noise of seed `seed`.
+pub fn fading_days(n: usize, phi: f64, seed: u64) -> Vec<f64> {
+    let mut e = Noise(seed);
+    let mut deviation = 0.0;
+    (0..n)
+        .map(|t| {
+            deviation = phi * deviation + e.normal();
+            usual_day(t) + deviation
+        })
+        .collect()
 }
 
 /// The default forecast of `h` steps after `y`, `step` seconds apart.

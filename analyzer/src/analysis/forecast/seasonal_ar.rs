@@ -145,20 +145,7 @@ fn errors(y: &[f64], m: usize, phi: f64, theta: f64) -> (Vec<f64>, f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::Noise;
-
-    /// A daily profile plus a deviation that fades at `phi` per step, hourly.
-    fn fading_days(n: usize, phi: f64, seed: u64) -> Vec<f64> {
-        let mut e = Noise(seed);
-        let mut dev = 0.0;
-        (0..n)
-            .map(|t| {
-                dev = phi * dev + e.normal();
-                let hour = (t % 24) as f64;
-                50.0 + 10.0 * (2.0 * std::f64::consts::PI * hour / 24.0).sin() + dev
-            })
-            .collect()
-    }
+    use crate::analysis::fixtures::{fading_days, usual_day};
 
     #[test]
     fn a_deviation_that_fades_is_fitted_and_forecast_fading() {
@@ -175,13 +162,15 @@ mod tests {
             *v += 8.0 * (k + 1) as f64 / 6.0;
         }
         let p = fit.forecast(&z, 48);
-        let profile =
-            |t: usize| 50.0 + 10.0 * (2.0 * std::f64::consts::PI * (t % 24) as f64 / 24.0).sin();
-        assert!(p.point[0] - profile(n) > 4.0, "{}", p.point[0] - profile(n));
         assert!(
-            (p.point[47] - profile(n + 47)).abs() < 2.5,
+            p.point[0] - usual_day(n) > 4.0,
             "{}",
-            p.point[47] - profile(n + 47)
+            p.point[0] - usual_day(n)
+        );
+        assert!(
+            (p.point[47] - usual_day(n + 47)).abs() < 2.5,
+            "{}",
+            p.point[47] - usual_day(n + 47)
         );
         assert!(p.var.windows(2).all(|v| v[1] >= v[0]), "{:?}", p.var);
     }

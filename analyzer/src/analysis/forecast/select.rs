@@ -336,7 +336,9 @@ pub fn forecast_by_aicc(y: &[f64], season: Option<Season>, h: usize) -> Forecast
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::{daily_bump, forecast_steps, office_day, office_hours, Noise};
+    use crate::analysis::fixtures::{
+        daily_bump, fading_days, forecast_steps, office_day, office_hours, usual_day, Noise,
+    };
     use crate::analysis::forecast::{forecast, ForecastConfig, PeriodChoice};
     use crate::analysis::periodicity::PeriodConfig;
     use crate::series::Series;
@@ -378,25 +380,14 @@ mod tests {
         // hour (a quiet stretch lasting most of a day), which ends 5.4 below the profile;
         // what the next two days are expected to be is the profile plus that deviation,
         // fading at that rate
-        let profile =
-            |t: usize| 50.0 + 10.0 * (2.0 * std::f64::consts::PI * (t % 24) as f64 / 24.0).sin();
-        let mut e = Noise(19);
-        let mut deviation = 0.0;
         let n = 24 * 42;
-        let mut last = Vec::with_capacity(n);
-        let y: Vec<f64> = (0..n)
-            .map(|t| {
-                deviation = 0.95 * deviation + e.normal();
-                last.push(deviation);
-                profile(t) + deviation
-            })
-            .collect();
-        let end = last[n - 1];
-        let expected = |t: usize| profile(t) + end * 0.95f64.powi((t + 1 - n) as i32);
+        let y = fading_days(n, 0.95, 19);
+        let end = y[n - 1] - usual_day(n - 1);
+        let expected = |t: usize| usual_day(t) + end * 0.95f64.powi((t + 1 - n) as i32);
         let f = forecast_steps(&y, 3600.0, 48);
         let mae = |p: &[f64]| super::super::resume_tests::mae_from(p, n, expected);
         let day: Vec<f64> = (0..48).map(|j| y[n - 24 + j % 24]).collect();
-        let usual: Vec<f64> = (n..n + 48).map(profile).collect();
+        let usual: Vec<f64> = (n..n + 48).map(usual_day).collect();
         assert!(
             mae(&f.point) < 0.6 * mae(&day).min(mae(&usual)),
             "{}: {} against seasonal-naive's {} and the usual day's {}",

@@ -244,10 +244,7 @@ mod tests {
     #[test]
     fn only_a_regime_after_the_last_origin_is_young() {
         // pinned at 100 until step 900, then a noisy partial load
-        let e = noise(3, 1000);
-        let y: Vec<f64> = (0..1000)
-            .map(|t| if t < 900 { 100.0 } else { 40.0 + 5.0 * e[t] })
-            .collect();
+        let y = held_then_load(1000, (900, 100.0), 40.0, None, 3);
         let origins = |last: usize| Origins {
             at: vec![last - 100, last],
             steps: 100,
@@ -306,13 +303,7 @@ mod tests {
         // pinned at 100 for 600 steps, then a partial load ±5 around 67% that falls to
         // 47% at step 900: a step of 20, too small for a break under that noise, but
         // the medians either side are 20 apart
-        let e = noise(11, 1000);
-        let load = |t: usize, shift: bool| match t {
-            _ if t < 600 => 100.0,
-            _ if shift && t >= 900 => 47.0 + 5.0 * e[t],
-            _ => 67.0 + 5.0 * e[t],
-        };
-        let y: Vec<f64> = (0..1000).map(|t| load(t, true)).collect();
+        let y = held_then_load(1000, (600, 100.0), 67.0, Some((900, 47.0)), 11);
         assert_eq!(
             since_last_break(&y).len(),
             400,
@@ -324,7 +315,7 @@ mod tests {
         };
         assert_young_near(&y, &origins, 900);
         // the same load without the shift: no young regime
-        let flat: Vec<f64> = (0..1000).map(|t| load(t, false)).collect();
+        let flat = held_then_load(1000, (600, 100.0), 67.0, None, 11);
         assert_eq!(young_start(&flat, &origins, false), None);
         // the shift on continuous traffic (no held stretch): a wander, not a regime
         assert_eq!(
@@ -343,14 +334,7 @@ mod tests {
         // around 32% that moves to 60% at step 1900: too few unchanged steps to move in
         // steps, but a stretch held at one value says jobs drive it (as new dev seed 24,
         // 5 min GPU cluster #9)
-        let e = noise(24, 2000);
-        let y: Vec<f64> = (0..2000)
-            .map(|t| match t {
-                _ if t < 300 => 0.0,
-                _ if t < 1900 => 32.0 + 5.0 * e[t],
-                _ => 60.0 + 5.0 * e[t],
-            })
-            .collect();
+        let y = held_then_load(2000, (300, 0.0), 32.0, Some((1900, 60.0)), 24);
         assert!(!moves_in_steps(&y));
         assert_eq!(
             since_last_break(&y).len(),
@@ -372,6 +356,25 @@ mod tests {
                 None
             );
         }
+    }
+
+    /// `n` steps held at `held.1` until step `held.0`, then a partial load ±5 around
+    /// `level` that moves to `moved.1` at step `moved.0`, if given (noise of `seed`).
+    fn held_then_load(
+        n: usize,
+        held: (usize, f64),
+        level: f64,
+        moved: Option<(usize, f64)>,
+        seed: u64,
+    ) -> Vec<f64> {
+        let e = noise(seed, n);
+        (0..n)
+            .map(|t| match moved {
+                _ if t < held.0 => held.1,
+                Some((at, to)) if t >= at => to + 5.0 * e[t],
+                _ => level + 5.0 * e[t],
+            })
+            .collect()
     }
 
     /// Asserts that `y` has a young regime starting within two steps of `at`.
