@@ -16,6 +16,12 @@ class UnixSeconds(unittest.TestCase):
         self.assertEqual(public_series.unix_seconds("1392388200"), 1_392_388_200.0)
         self.assertIsNone(public_series.unix_seconds("14:30"))
 
+    def test_the_date_layouts_of_public_exports_are_read(self):
+        moment = 1_392_388_200.0  # 2014-02-14 14:30 UTC
+        for text in ("2014-02-14 14:30", "2/14/2014 14:30", "02/14/14 14:30", "14-02-2014 14:30"):
+            self.assertEqual(public_series.unix_seconds(text), moment, text)
+        self.assertIsNone(public_series.unix_seconds("14/02/2014 14:30"))
+
 
 class Layout(unittest.TestCase):
     def test_each_column_is_a_series_and_long_ones_are_cut_by_days(self):
@@ -31,6 +37,27 @@ class Layout(unittest.TestCase):
             self.assertEqual(first[0], "timestamp,value")
             self.assertEqual(first[1], f"{1_467_331_200 + 48 * 3600},96")
             self.assertEqual(len(first), 1 + 24)
+
+    def test_rows_are_sorted_blank_rows_skipped_and_columns_picked(self):
+        with tempfile.TemporaryDirectory() as d:
+            src = pathlib.Path(d) / "grid.csv"
+            src.write_text("Datetime,MW,weather\n1/1/2012 1:00,20,rain\n"
+                           "12/31/2011 23:00,5,sun\n1/1/2012 0:00,10,sun\n ,\n")
+            sys.argv = ["public_series.py", "--out", d, "--class", "c", "--columns", "MW", str(src)]
+            public_series.main()
+            names = sorted(p.name for p in (pathlib.Path(d) / "c").iterdir())
+            self.assertEqual(names, ["grid_MW.csv"])
+            lines = (pathlib.Path(d) / "c" / "grid_MW.csv").read_text().splitlines()
+            self.assertEqual(lines[1:], ["1325372400,5", "1325376000,10", "1325379600,20"])
+
+    def test_a_column_that_is_not_there_is_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            src = pathlib.Path(d) / "grid.csv"
+            src.write_text("Datetime,MW\n1/1/2012 1:00,20\n")
+            sys.argv = ["public_series.py", "--out", d, "--class", "c", "--columns", "GW", str(src)]
+            with self.assertRaises(SystemExit) as stop:
+                public_series.main()
+            self.assertIn("no column GW (it has MW)", str(stop.exception.code))
 
 
 if __name__ == "__main__":

@@ -89,7 +89,11 @@ fn main() {
         }
         Some("forecast-public") => {
             let dir = args.get(1).expect("forecast-public DIR");
-            public::run(dir, flag(&args, "--threads", 2));
+            public::run(
+                dir,
+                flag(&args, "--threads", 2),
+                flag(&args, "--history-steps", public::MIN_HISTORY_STEPS),
+            );
         }
         Some("forecast-dump") => {
             let path = args.get(1).expect("forecast-dump FILE");
@@ -100,7 +104,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T] [--history-steps N]");
             std::process::exit(2);
         }
     }

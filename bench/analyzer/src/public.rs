@@ -8,7 +8,8 @@
 //! the analyzer reads them (`timestamp,value`, unix seconds; `public_series.py` lays
 //! out files with dates). A series' step is the median gap between its samples. Each series is cut at its last [`ORIGINS`]
 //! horizons; each horizon (a day, and at least [`MIN_HORIZON`] steps) is forecast from
-//! at most [`HISTORY_DAYS`] days (at least [`MIN_HISTORY_STEPS`] steps) before it, and
+//! at most [`HISTORY_DAYS`] days (at least [`MIN_HISTORY_STEPS`] steps, or `--history-steps`)
+//! before it, and
 //! scored like the evaluation set ([`crate::fcast_eval::evaluate`]); seasonal-naive
 //! uses the day and, in a class where every history holds two, the week.
 
@@ -27,7 +28,8 @@ pub const ORIGINS: usize = 7;
 pub const MIN_HORIZON: usize = 48;
 /// Days of history before an origin at most (a scheduler's lookback of two weeks).
 pub const HISTORY_DAYS: f64 = 14.0;
-/// Steps of history kept at least, where two weeks are fewer (hourly series).
+/// Steps of history kept at least, where two weeks are fewer (hourly series), unless
+/// `--history-steps` says otherwise.
 pub const MIN_HISTORY_STEPS: usize = 1000;
 /// Fewest days of history an origin needs.
 pub const MIN_HISTORY_DAYS: f64 = 3.0;
@@ -38,7 +40,7 @@ const DAY: f64 = 86_400.0;
 /// before it; none where the history (since its last long gap) is too short or does
 /// not reach the origin, or the history and horizon are constant (every method scores
 /// 0).
-fn cases_of(points: &[(f64, f64)], class: &'static str) -> Vec<Case> {
+fn cases_of(points: &[(f64, f64)], class: &'static str, least_steps: usize) -> Vec<Case> {
     if points.len() < 10 {
         return Vec::new();
     }
@@ -51,7 +53,7 @@ fn cases_of(points: &[(f64, f64)], class: &'static str) -> Vec<Case> {
     let grid = fill(&on_grid, step, n);
     let day = (DAY / step).round() as usize;
     let h = day.max(MIN_HORIZON);
-    let keep = ((HISTORY_DAYS * DAY / step).round() as usize).max(MIN_HISTORY_STEPS);
+    let keep = ((HISTORY_DAYS * DAY / step).round() as usize).max(least_steps);
     let least = (MIN_HISTORY_DAYS * DAY / step).round() as usize;
     (1..=ORIGINS)
         .rev()
@@ -105,7 +107,7 @@ fn since_gap(history: &[(f64, f64)], step: f64) -> usize {
 }
 
 /// Scores every method on the series under `dir` (a subfolder per class).
-pub fn run(dir: &str, threads: usize) {
+pub fn run(dir: &str, threads: usize, least_steps: usize) {
     let mut folders: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{dir}: {e}"))
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -132,7 +134,7 @@ pub fn run(dir: &str, threads: usize) {
         for path in files {
             let file = read_file(&path, 1.0).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
             for s in &file.series {
-                let more = cases_of(&s.points, class);
+                let more = cases_of(&s.points, class, least_steps);
                 series += usize::from(!more.is_empty());
                 for k in more {
                     cases.push((c, cases.len(), k));
@@ -176,7 +178,7 @@ mod tests {
     #[test]
     fn each_origin_is_a_horizon_apart_with_the_history_before_it() {
         // 60 days hourly: seven horizons of 48 steps, each after at most 1,000 steps
-        let cases = cases_of(&hourly(0..24 * 60), "c");
+        let cases = cases_of(&hourly(0..24 * 60), "c", MIN_HISTORY_STEPS);
         assert_eq!(cases.len(), ORIGINS);
         let n = 24 * 60;
         for (k, case) in cases.iter().enumerate() {
@@ -190,12 +192,12 @@ mod tests {
 
     #[test]
     fn a_short_history_or_one_cut_by_a_long_gap_gives_no_case() {
-        assert!(cases_of(&hourly(0..24 * 4), "c").is_empty());
+        assert!(cases_of(&hourly(0..24 * 4), "c", MIN_HISTORY_STEPS).is_empty());
         // ten days, a day missing, two more days: the origin at the gap's end has no
         // sample just before it (the forecast would start a day early); those before it keep theirs (the earliest, at three
         // days, just enough); one day in is too little
         let gapped = hourly((0..24 * 10).chain(24 * 11..24 * 13));
-        let cases = cases_of(&gapped, "c");
+        let cases = cases_of(&gapped, "c", MIN_HISTORY_STEPS);
         let histories: Vec<usize> = cases.iter().map(|k| k.filled.len()).collect();
         assert_eq!(histories, vec![72, 120, 168, 216]);
     }
