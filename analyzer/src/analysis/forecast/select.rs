@@ -610,6 +610,35 @@ mod tests {
     }
 
     #[test]
+    fn an_odd_day_where_odd_days_passed_before_is_forecast_as_the_usual_day() {
+        // the same load, and the same last 30 hours; but two earlier days took that
+        // shape too (a storm, a holiday) and the load peaked at 13h again the day after
+        // each, as it does in the two days forecast
+        let n = 24 * 28;
+        let (usual, odd) = (daily_bump(13.0), daily_bump(2.0));
+        let truth = |t: usize| {
+            if (n - 30..n).contains(&t) || [8, 15].contains(&(t / 24)) {
+                odd(t)
+            } else {
+                usual(t)
+            }
+        };
+        let y = hourly(truth, n, 0.3, 5);
+        let f = forecast_steps(&y, 3600.0, 48);
+        let mae = super::super::resume_tests::mae_from(&f.point, n, truth);
+        assert!(!f.model.starts_with("reshaped("), "{}", f.model);
+        // repeating the odd day errs by about 3.3; the choice (whose seasonal-naive
+        // still repeats it) by under half that
+        let last_day: Vec<f64> = y[n - 24..].iter().chain(&y[n - 24..]).copied().collect();
+        let repeated = super::super::resume_tests::mae_from(&last_day, n, truth);
+        assert!(
+            mae < 0.5 * repeated,
+            "{}: {mae} against {repeated}",
+            f.model
+        );
+    }
+
+    #[test]
     fn a_series_pinned_for_a_whole_cycle_holds_its_value() {
         // a daily wave with noise, then a job pins the GPU at 100% for 30 hours: the
         // wave won every validation block before, but nothing moves the series now
