@@ -19,6 +19,11 @@ pub const COMBINED: usize = 3;
 /// Fewest standardised errors for an empirical interval width; with fewer, the
 /// analytic width is only ever widened.
 pub const MIN_CALIBRATION: usize = 30;
+/// Fewest standardised errors beyond a band's quantile for the band to be narrowed
+/// below the model's own: four origins of a 48 h horizon leave about ten beyond the
+/// 95% quantile, from four stretches, too few to show a tail that real loads have (the
+/// 95% band covered 90.9% of PJM's hourly loads with them, 93.1% without).
+pub const MIN_TAIL: f64 = 20.0;
 
 /// Where to validate: prefix lengths (oldest first) and the steps forecast from each.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,7 +232,8 @@ pub(super) fn standardise(y: &[f64], origins: &[usize], paths: &[Path]) -> Vec<f
 }
 
 /// How much to widen (or narrow) the analytic band of `coverage` so that it would have
-/// covered that share of the standardised validation errors.
+/// covered that share of the standardised validation errors; narrowed only with
+/// [`MIN_CALIBRATION`] errors and [`MIN_TAIL`] of them beyond the band.
 pub fn calibration(standardised: &[f64], coverage: f64, z: f64) -> f64 {
     if standardised.is_empty() {
         return 1.0;
@@ -236,7 +242,8 @@ pub fn calibration(standardised: &[f64], coverage: f64, z: f64) -> f64 {
     let at = ((s.len() as f64 * coverage).ceil() as usize).clamp(1, s.len()) - 1;
     let q = *s.select_nth_unstable_by(at, f64::total_cmp).1;
     let factor = if q.is_finite() { q / z } else { f64::MAX };
-    if s.len() < MIN_CALIBRATION {
+    let tail = s.len() as f64 * (1.0 - coverage);
+    if s.len() < MIN_CALIBRATION || tail < MIN_TAIL {
         factor.max(1.0)
     } else {
         factor
@@ -282,7 +289,7 @@ mod tests {
 
     #[test]
     fn calibration_matches_the_errors_quantile() {
-        let s: Vec<f64> = (1..=100).map(|i| i as f64 / 50.0).collect();
+        let s: Vec<f64> = (1..=1000).map(|i| i as f64 / 500.0).collect();
         // 95% of the errors lie within 1.9: the band at z = 1.96 narrows slightly.
         let f = calibration(&s, 0.95, 1.96);
         assert!((f - 1.9 / 1.96).abs() < 1e-9, "{f}");
@@ -291,5 +298,20 @@ mod tests {
             1.0,
             "few errors never narrow"
         );
+    }
+
+    #[test]
+    fn a_band_narrows_only_where_enough_errors_lie_beyond_it() {
+        // 200 errors, as four origins of a 48 h horizon give, all within 1: 80% of them
+        // lie within 0.8 and 40 beyond, so the 80% band narrows to them; 10 lie beyond
+        // the 95% quantile, too few to show the tail, and the 95% band keeps the
+        // model's width
+        let s: Vec<f64> = (1..=200).map(|i| i as f64 / 200.0).collect();
+        let f80 = calibration(&s, 0.80, 1.2816);
+        assert!((f80 - 0.8 / 1.2816).abs() < 1e-9, "{f80}");
+        assert_eq!(calibration(&s, 0.95, 1.96), 1.0);
+        // with 1,000 such errors, 50 lie beyond it: the 95% band narrows too
+        let s: Vec<f64> = (1..=1000).map(|i| i as f64 / 1000.0).collect();
+        assert!((calibration(&s, 0.95, 1.96) - 0.95 / 1.96).abs() < 1e-9);
     }
 }
