@@ -137,26 +137,34 @@ pub fn reshaped(y: &[f64], seasons: &[Season], last_origin: usize) -> Option<Sea
 /// it is: one too noisy for that ([`too_noisy`]) has no such cycles, and the rule holds.
 fn odd_cycles_reverted(y: &[f64], p: usize) -> bool {
     let n = y.len();
+    // every cycle with one after it that is not the last
     (2..)
         .map_while(|j| n.checked_sub(j * p))
         .filter(|&e| e > p)
-        .any(|e| {
-            let before = Cycles {
-                y: &y[..e],
-                p,
-                seen: e - 1,
-            };
-            let odd = before.is_new(p, NOVELTY, Likeness::Shape) == Some(true);
-            odd && {
-                let usual = before.usual(p, Likeness::Shape).unwrap_or(0.0);
-                let after = Cycles {
-                    y: &y[..e + p],
-                    p,
-                    seen: e - p + 1,
-                };
-                after.is_beyond(usual, p, NOVELTY, Likeness::Shape) == Some(false)
-            }
-        })
+        .any(|e| is_odd_then_reverted(y, p, e))
+}
+
+/// Whether the cycle of `p` steps ending at `e` is unlike each of the [`LOOKBACK`]
+/// cycles before it ([`NOVELTY`] times the usual share) and the cycle after it is like
+/// one of those again.
+fn is_odd_then_reverted(y: &[f64], p: usize, e: usize) -> bool {
+    // `seen` just before the end skips the compared cycle itself (one cycle), or it
+    // and the odd one (two)
+    let odd = Cycles {
+        y: &y[..e],
+        p,
+        seen: e - 1,
+    };
+    let next = Cycles {
+        y: &y[..e + p],
+        p,
+        seen: e - p + 1,
+    };
+    let Some(usual) = odd.usual(p, Likeness::Shape) else {
+        return false;
+    };
+    odd.is_beyond(usual, p, NOVELTY, Likeness::Shape) == Some(true)
+        && next.is_beyond(usual, p, NOVELTY, Likeness::Shape) == Some(false)
 }
 
 /// Whether the last cycle of `p` steps is new ([`is_reshaped`]; on the series averaged
