@@ -1,5 +1,6 @@
 //! Test inputs shared by the analyses' unit tests: a seeded noise stream, an hourly daily
-//! shape, a usual day with fading deviations, an office week, series recorded on the H100, and a forecast with the default settings.
+//! shape, office days with odd ones among them, a usual day with fading deviations, an
+//! office week, series recorded on the H100, and a forecast with the default settings.
 
 use crate::analysis::forecast::{forecast, Forecast, ForecastConfig};
 use crate::series::Series;
@@ -58,6 +59,20 @@ pub fn daily_bump(peak: f64) -> impl Fn(usize) -> f64 {
         let d = ((t % 24) as f64 - peak).abs();
         let d = d.min(24.0 - d);
         10.0 + 8.0 * (-d * d / 8.0).exp()
+    }
+}
+
+/// `n` hours of office days ([`daily_bump`] at 13h), with the bump at 2h instead on the
+/// days listed in `odd` (a storm, a holiday, each followed by an office day again) and
+/// in the last 30 hours: a last day that looks new. After `n`, office days.
+pub fn odd_days(n: usize, odd: &'static [usize]) -> impl Fn(usize) -> f64 {
+    let (office, night) = (daily_bump(13.0), daily_bump(2.0));
+    move |t| {
+        if (n - 30..n).contains(&t) || odd.contains(&(t / 24)) {
+            night(t)
+        } else {
+            office(t)
+        }
     }
 }
 

@@ -6,12 +6,12 @@
 //!
 //! Each subfolder of the given folder is a class, each CSV in it one or more series as
 //! the analyzer reads them (`timestamp,value`, unix seconds; `public_series.py` lays
-//! out files with dates). A series' step is the median gap between its samples. Each series is cut at its last [`ORIGINS`]
-//! horizons; each horizon (a day, and at least [`MIN_HORIZON`] steps) is forecast from
-//! at most [`HISTORY_DAYS`] days (at least [`MIN_HISTORY_STEPS`] steps, or `--history-steps`)
-//! before it, and
-//! scored like the evaluation set ([`crate::fcast_eval::evaluate`]); seasonal-naive
-//! uses the day and, in a class where every history holds two, the week.
+//! out files with dates). A series' step is the median gap between its samples. Each
+//! series is cut at its last [`ORIGINS`] horizons; each horizon (a day, and at least
+//! [`MIN_HORIZON`] steps) is forecast from at most [`HISTORY_DAYS`] days (at least
+//! [`MIN_HISTORY_STEPS`] steps, or `--history-steps`) before it, and scored like the
+//! evaluation set ([`crate::fcast_eval::evaluate`]); seasonal-naive uses the day and,
+//! in a class where every history holds two, the week.
 
 use std::path::PathBuf;
 
@@ -60,6 +60,7 @@ fn cases_of(points: &[(f64, f64)], class: &'static str, least_steps: usize) -> V
         .filter_map(|k| {
             let origin = n.checked_sub(k * h)?;
             let start = origin.saturating_sub(keep);
+            // too short a history whatever its gaps (an origin at 0 has none at all)
             if origin - start < least {
                 return None;
             }
@@ -194,8 +195,9 @@ mod tests {
     fn a_short_history_or_one_cut_by_a_long_gap_gives_no_case() {
         assert!(cases_of(&hourly(0..24 * 4), "c", MIN_HISTORY_STEPS).is_empty());
         // ten days, a day missing, two more days: the origin at the gap's end has no
-        // sample just before it (the forecast would start a day early); those before it keep theirs (the earliest, at three
-        // days, just enough); one day in is too little
+        // sample just before it (the forecast would start a day early); those before
+        // it keep theirs (the earliest, at three days, just enough); one day in is too
+        // little
         let gapped = hourly((0..24 * 10).chain(24 * 11..24 * 13));
         let cases = cases_of(&gapped, "c", MIN_HISTORY_STEPS);
         let histories: Vec<usize> = cases.iter().map(|k| k.filled.len()).collect();

@@ -348,7 +348,7 @@ fn moved(now: &[f64], then: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::fixtures::{daily_bump, Noise};
+    use crate::analysis::fixtures::{daily_bump, odd_days, Noise};
 
     const DAY: usize = 24;
     const N: usize = 28 * DAY;
@@ -447,19 +447,9 @@ mod tests {
         // office days; the last 30 hours take the night bump's shape. Where two earlier
         // days took it too (a storm, a holiday) and the next day was an office day
         // again, the last day is one more odd day, not a new shape.
-        fn odd_days(odd: &'static [usize]) -> impl Fn(usize) -> f64 {
-            let (office, night) = (daily_bump(13.0), daily_bump(2.0));
-            move |t| {
-                if t >= N - 30 || odd.contains(&(t / DAY)) {
-                    night(t)
-                } else {
-                    office(t)
-                }
-            }
-        }
-        assert!(new_on_every_seed(odd_days(&[])));
+        assert!(new_on_every_seed(odd_days(N, &[])));
         for seed in 1..=5 {
-            let y = noisy(odd_days(&[8, 15]), seed);
+            let y = noisy(odd_days(N, &[8, 15]), seed);
             assert!(odd_cycles_reverted(&y, DAY), "seed {seed}");
             assert_eq!(reshaped(&y, &day(), LAST_ORIGIN), None, "seed {seed}");
         }

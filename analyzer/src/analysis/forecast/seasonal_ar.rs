@@ -46,28 +46,28 @@ impl SeasonalAr {
         if m == 0 || y.len() < MIN_CYCLES * m + 2 {
             return None;
         }
-        let sse = |phi: f64, theta: f64| errors(y, m, phi, theta).1;
-        let mut best = (f64::INFINITY, 0.0, 0.0);
-        for phi in PHIS {
-            for theta in THETAS {
-                let s = sse(phi, theta);
-                if s < best.0 {
-                    best = (s, phi, theta);
-                }
+        // (squared error, φ, Θ) of the best pair so far; the first pair tried wins ties
+        let better = |best: (f64, f64, f64), (phi, theta): (f64, f64)| {
+            let sse = errors(y, m, phi, theta).1;
+            if sse < best.0 {
+                (sse, phi, theta)
+            } else {
+                best
             }
-        }
-        let (_, phi0, theta0) = best;
-        for dphi in [-REFINE, 0.0, REFINE] {
-            for dtheta in [-REFINE, 0.0, REFINE] {
-                let phi = (phi0 + dphi).clamp(0.0, MAX_COEFFICIENT);
-                let theta = (theta0 + dtheta).clamp(0.0, MAX_COEFFICIENT);
-                let s = sse(phi, theta);
-                if s < best.0 {
-                    best = (s, phi, theta);
-                }
-            }
-        }
-        let (sum, phi, theta) = best;
+        };
+        let grid = PHIS
+            .iter()
+            .flat_map(|&p| THETAS.iter().map(move |&t| (p, t)));
+        let coarse = grid.fold((f64::INFINITY, 0.0, 0.0), better);
+        let (_, phi0, theta0) = coarse;
+        let steps = [-REFINE, 0.0, REFINE];
+        let near = steps.iter().flat_map(|&dp| {
+            steps.iter().map(move |&dt| {
+                let clamp = |v: f64| v.clamp(0.0, MAX_COEFFICIENT);
+                (clamp(phi0 + dp), clamp(theta0 + dt))
+            })
+        });
+        let (sum, phi, theta) = near.fold(coarse, better);
         let counted = y.len() - (2 * m + 1);
         Some(SeasonalAr {
             m,
@@ -108,14 +108,18 @@ impl SeasonalAr {
     /// squared weights of past errors (the model's response to one error).
     fn variances(&self, h: usize) -> Vec<f64> {
         let m = self.m;
-        let (mut psi, mut w): (Vec<f64>, Vec<f64>) = (Vec::with_capacity(h), Vec::with_capacity(h));
-        let mut total = 0.0;
+        // the response of the seasonal change (w) and of the series (psi) to one error
+        let mut psi: Vec<f64> = Vec::with_capacity(h);
+        let (mut w, mut total) = (0.0, 0.0);
         (0..h)
             .map(|j| {
-                let shock = f64::from(u8::from(j == 0)) - self.theta * f64::from(u8::from(j == m));
-                let wj = self.phi * w.last().copied().unwrap_or(0.0) + shock;
-                let yj = wj + if j >= m { psi[j - m] } else { 0.0 };
-                w.push(wj);
+                let shock = match j {
+                    0 => 1.0,
+                    _ if j == m => -self.theta,
+                    _ => 0.0,
+                };
+                w = self.phi * w + shock;
+                let yj = w + if j >= m { psi[j - m] } else { 0.0 };
                 psi.push(yj);
                 total += yj * yj;
                 self.sigma2 * total

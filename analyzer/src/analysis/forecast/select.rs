@@ -337,7 +337,8 @@ pub fn forecast_by_aicc(y: &[f64], season: Option<Season>, h: usize) -> Forecast
 mod tests {
     use super::*;
     use crate::analysis::fixtures::{
-        daily_bump, fading_days, forecast_steps, office_day, office_hours, usual_day, Noise,
+        daily_bump, fading_days, forecast_steps, odd_days, office_day, office_hours, usual_day,
+        Noise,
     };
     use crate::analysis::forecast::{forecast, ForecastConfig, PeriodChoice};
     use crate::analysis::periodicity::PeriodConfig;
@@ -615,22 +616,15 @@ mod tests {
         // shape too (a storm, a holiday) and the load peaked at 13h again the day after
         // each, as it does in the two days forecast
         let n = 24 * 28;
-        let (usual, odd) = (daily_bump(13.0), daily_bump(2.0));
-        let truth = |t: usize| {
-            if (n - 30..n).contains(&t) || [8, 15].contains(&(t / 24)) {
-                odd(t)
-            } else {
-                usual(t)
-            }
-        };
-        let y = hourly(truth, n, 0.3, 5);
+        let truth = odd_days(n, &[8, 15]);
+        let y = hourly(&truth, n, 0.3, 5);
         let f = forecast_steps(&y, 3600.0, 48);
-        let mae = super::super::resume_tests::mae_from(&f.point, n, truth);
+        let mae = super::super::resume_tests::mae_from(&f.point, n, &truth);
         assert!(!f.model.starts_with("reshaped("), "{}", f.model);
         // repeating the odd day errs by about 3.3; the choice (whose seasonal-naive
         // still repeats it) by under half that
         let last_day: Vec<f64> = y[n - 24..].iter().chain(&y[n - 24..]).copied().collect();
-        let repeated = super::super::resume_tests::mae_from(&last_day, n, truth);
+        let repeated = super::super::resume_tests::mae_from(&last_day, n, &truth);
         assert!(
             mae < 0.5 * repeated,
             "{}: {mae} against {repeated}",

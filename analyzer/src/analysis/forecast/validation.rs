@@ -16,13 +16,11 @@ use super::nested;
 pub const ORIGINS: usize = 4;
 /// Models averaged by the combination.
 pub const COMBINED: usize = 3;
-/// Fewest standardised errors for an empirical interval width; with fewer, the
-/// analytic width is only ever widened.
-pub const MIN_CALIBRATION: usize = 30;
 /// Fewest standardised errors beyond a band's quantile for the band to be narrowed
-/// below the model's own: four origins of a 48 h horizon leave about ten beyond the
-/// 95% quantile, from four stretches, too few to show a tail that real loads have (the
-/// 95% band covered 91.0% of PJM's hourly loads with them, 93.2% without).
+/// below the model's own; with fewer, the analytic width is only ever widened. Four
+/// origins of a 48 h horizon leave about ten beyond the 95% quantile, from four
+/// stretches, too few to show a tail that real loads have (the 95% band covered 91.0%
+/// of PJM's hourly loads with them, 93.2% without); the 80% band needs 100 errors.
 pub const MIN_TAIL: f64 = 20.0;
 
 /// Where to validate: prefix lengths (oldest first) and the steps forecast from each.
@@ -233,7 +231,7 @@ pub(super) fn standardise(y: &[f64], origins: &[usize], paths: &[Path]) -> Vec<f
 
 /// How much to widen (or narrow) the analytic band of `coverage` so that it would have
 /// covered that share of the standardised validation errors; narrowed only with
-/// [`MIN_CALIBRATION`] errors and [`MIN_TAIL`] of them beyond the band.
+/// [`MIN_TAIL`] of them beyond the band.
 pub fn calibration(standardised: &[f64], coverage: f64, z: f64) -> f64 {
     if standardised.is_empty() {
         return 1.0;
@@ -242,8 +240,7 @@ pub fn calibration(standardised: &[f64], coverage: f64, z: f64) -> f64 {
     let at = ((s.len() as f64 * coverage).ceil() as usize).clamp(1, s.len()) - 1;
     let q = *s.select_nth_unstable_by(at, f64::total_cmp).1;
     let factor = if q.is_finite() { q / z } else { f64::MAX };
-    let tail = s.len() as f64 * (1.0 - coverage);
-    if s.len() < MIN_CALIBRATION || tail < MIN_TAIL {
+    if (s.len() as f64 * (1.0 - coverage)) < MIN_TAIL {
         factor.max(1.0)
     } else {
         factor
