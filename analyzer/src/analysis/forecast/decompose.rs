@@ -17,12 +17,15 @@ const PASSES: usize = 2;
 
 /// The values a decomposition works on: the series itself, whose profile adds to the
 /// level, or its logarithms, whose profile is a ratio that scales with the level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Scale {
     /// The values as they are.
     Linear,
-    /// The natural logarithms of the values (all of them positive).
-    Log,
+    /// The natural logarithms of the values plus `shift` (every sum positive).
+    Log {
+        /// Added before the logarithm: lifts a count that reaches zero.
+        shift: f64,
+    },
 }
 
 impl Scale {
@@ -30,7 +33,7 @@ impl Scale {
     pub fn of(self, y: &[f64]) -> Cow<'_, [f64]> {
         match self {
             Scale::Linear => Cow::Borrowed(y),
-            Scale::Log => Cow::Owned(y.iter().map(|v| v.ln()).collect()),
+            Scale::Log { shift } => Cow::Owned(y.iter().map(|v| (v + shift).ln()).collect()),
         }
     }
 }

@@ -12,19 +12,56 @@ use super::candidates::{Candidate, Decomposed, DecompositionCache, Path, Rest, S
 use super::decompose::Scale;
 use super::ets::Season;
 
-/// The smallest value over the largest for which logarithms are taken: below it a few
-/// values near zero (an idle night) would dominate the profile in logs.
+/// The smallest value over the largest that is taken in logs as it is: below it a few
+/// values near zero (an idle night) would dominate the profile in logs; a count that
+/// reaches zero is lifted to it first ([`log_shift`]).
 pub const MIN_RATIO: f64 = 0.01;
+
+/// The least and the largest value of `y`.
+fn extent(y: &[f64]) -> (f64, f64) {
+    y.iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        })
+}
 
 /// Whether `y` is positive enough to be modelled in logs: every value above zero and
 /// at least [`MIN_RATIO`] of the largest.
 pub fn is_positive(y: &[f64]) -> bool {
-    let (min, max) = y
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(*v), hi.max(*v))
-        });
+    let (min, max) = extent(y);
     min > 0.0 && min >= MIN_RATIO * max
+}
+
+/// What to add to `y` before taking logarithms, or `None` where logs do not apply: 0
+/// for a positive series ([`is_positive`]); for a count whose troughs reach zero
+/// ([`troughs_recur`]), the shift that lifts its least value to [`MIN_RATIO`] of its
+/// largest. Bike rentals fall to 0-2 at night: without the shift no log decomposition
+/// competed, and the additive one added a risen level to nights as to peaks.
+pub fn log_shift(y: &[f64], seasons: &[Season]) -> Option<f64> {
+    if is_positive(y) {
+        return Some(0.0);
+    }
+    let (min, max) = extent(y);
+    let low = MIN_RATIO * max;
+    (min >= 0.0 && max > 0.0 && troughs_recur(y, seasons, low)).then_some(low - min)
+}
+
+/// Whether the values of `y` below `low` are the troughs of its shortest season: some
+/// in at least half of its cycles, and no cycle low throughout. Lows in a few cycles
+/// (a sensor's glitch, an outage) or an idle stretch are not a profile, and in logs
+/// they would outweigh the rest of the series.
+fn troughs_recur(y: &[f64], seasons: &[Season], low: f64) -> bool {
+    let Some(m) = seasons.iter().map(|s| s.bins()).min().filter(|m| *m >= 2) else {
+        return false;
+    };
+    let cycles = y.len() / m;
+    let (mut with, mut idle) = (0usize, false);
+    for c in y[y.len() - cycles * m..].chunks_exact(m) {
+        let lows = c.iter().filter(|v| **v < low).count();
+        with += usize::from(lows > 0);
+        idle |= lows == m;
+    }
+    cycles > 0 && 2 * with >= cycles && !idle
 }
 
 /// The swing must follow the level this much better than it stays put: the squared
@@ -76,50 +113,70 @@ pub fn swing_scales_with_level(y: &[f64], seasons: &[Season]) -> bool {
 /// Every season removed from the logarithms, simple smoothing of the rest, the
 /// forecast exponentiated: a multiplicative MSTL, the additive decomposition's model
 /// ([`Decomposed`]) run on logs.
-pub struct LogDecomposed(Decomposed);
+pub struct LogDecomposed {
+    /// The decomposition of the logs and the model of their rest.
+    logs: Decomposed,
+    /// Added before the logarithm and taken off after ([`log_shift`]).
+    shift: f64,
+}
 
 impl LogDecomposed {
     /// The candidate for `train` with `seasons` (each fits twice), or `None` when
-    /// `train` is not positive ([`is_positive`]), there is no season, or its swing
-    /// does not scale with its level ([`swing_scales_with_level`]).
+    /// there is no season, `train` cannot be taken in logs ([`log_shift`]), or its
+    /// swing does not scale with its level ([`swing_scales_with_level`]).
     pub fn build(
         train: &[f64],
         seasons: &[Season],
         regimes: Arc<Regimes>,
     ) -> Option<LogDecomposed> {
-        if seasons.is_empty() || !is_positive(train) || !swing_scales_with_level(train, seasons) {
+        if seasons.is_empty() {
             return None;
         }
-        let cache = Arc::new(DecompositionCache::new(regimes, Scale::Log));
-        Some(LogDecomposed(Decomposed::build(train, seasons, cache)))
+        let shift = log_shift(train, seasons)?;
+        let shifted: Vec<f64> = train.iter().map(|v| v + shift).collect();
+        if !swing_scales_with_level(&shifted, seasons) {
+            return None;
+        }
+        let cache = Arc::new(DecompositionCache::new(regimes, Scale::Log { shift }));
+        let logs = Decomposed::build(train, seasons, cache);
+        Some(LogDecomposed { logs, shift })
     }
 
     /// The same decomposition with `rest` as the model of the rest (sharing the
     /// decompositions).
     pub fn with_rest(&self, rest: Rest) -> LogDecomposed {
-        LogDecomposed(self.0.with_rest(rest))
+        LogDecomposed {
+            logs: self.logs.with_rest(rest),
+            shift: self.shift,
+        }
     }
 }
 
 impl Candidate for LogDecomposed {
     fn name(&self) -> String {
         let periods: Vec<String> = self
-            .0
+            .logs
             .seasons
             .iter()
             .map(|s| format!("{}", s.period()))
             .collect();
-        format!("mstl-log({})+{}", periods.join(","), self.0.rest.name())
+        format!("mstl-log({})+{}", periods.join(","), self.logs.rest.name())
     }
     fn period(&self) -> Option<f64> {
-        self.0.period()
+        self.logs.period()
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
-        if !is_positive(y) {
+        let shift = self.shift;
+        let lifted = if shift == 0.0 {
+            is_positive(y)
+        } else {
+            y.iter().all(|v| v + shift > 0.0)
+        };
+        if !lifted {
             // a value at or near zero since training: the additive models cover it
-            return SeasonalNaive(self.0.seasons[0], None).forecast(y, h);
+            return SeasonalNaive(self.logs.seasons[0], None).forecast(y, h);
         }
-        let logs = self.0.forecast(y, h);
+        let logs = self.logs.forecast(y, h);
         // exp of the log forecast is its median; the variance by the delta method
         let (point, var) = logs
             .point
@@ -127,7 +184,7 @@ impl Candidate for LogDecomposed {
             .zip(&logs.var)
             .map(|(l, v)| {
                 let p = l.exp();
-                (p, p * p * v)
+                (p - shift, p * p * v)
             })
             .unzip();
         Path { point, var }
@@ -230,5 +287,67 @@ mod tests {
         let day = [Season::new(24.0).unwrap()];
         assert!(LogDecomposed::build(&y, &day, Arc::default()).is_none());
         assert!(LogDecomposed::build(&y[200..], &[], Arc::default()).is_none());
+    }
+
+    /// Hourly rentals-like counts: a day that falls to 0-2 at night, whose peaks grow
+    /// with a level that doubles over four weeks.
+    fn rentals(t: usize) -> f64 {
+        const DAY: [f64; 24] = [
+            0.0, 0.0, 0.1, 0.0, 0.0, 0.1, 0.5, 2.0, 4.0, 3.0, 2.0, 2.5, 3.0, 2.8, 2.6, 3.0, 4.5,
+            6.0, 4.0, 2.5, 1.5, 0.8, 0.4, 0.1,
+        ];
+        let level = 10.0 * 2f64.powf(t as f64 / 672.0);
+        (level * DAY[t % 24]).round()
+    }
+
+    fn mae(c: &dyn Candidate, y: &[f64], h: usize) -> f64 {
+        let p = c.forecast(&y[..y.len() - h], h);
+        let future = &y[y.len() - h..];
+        p.point
+            .iter()
+            .zip(future)
+            .map(|(f, v)| (f - v).abs())
+            .sum::<f64>()
+            / h as f64
+    }
+
+    #[test]
+    fn counts_whose_troughs_reach_zero_are_lifted_into_logs() {
+        let n = 672;
+        let y: Vec<f64> = (0..n).map(rentals).collect();
+        let day = [Season::new(24.0).unwrap()];
+        let train = &y[..n - 48];
+        assert!(!is_positive(train));
+        let max = train.iter().copied().fold(0.0, f64::max);
+        assert_eq!(log_shift(train, &day), Some(MIN_RATIO * max));
+        let logs = LogDecomposed::build(train, &day, Arc::default()).expect("troughs recur");
+        // the additive profile adds the risen level to nights as to peaks
+        let all = super::super::candidates::build(train, &day, &day, Some(day[0]), 48);
+        let additive = all
+            .iter()
+            .find(|c| c.name() == "mstl(24)+ets(A,N,N)")
+            .expect("the additive decomposition");
+        let (lifted, added) = (mae(&logs, &y, 48), mae(additive.as_ref(), &y, 48));
+        assert!(lifted < 0.7 * added, "logs {lifted}, additive {added}");
+    }
+
+    #[test]
+    fn lows_that_are_not_troughs_keep_a_series_out_of_logs() {
+        let n = 672;
+        let day = [Season::new(24.0).unwrap()];
+        let positive: Vec<f64> = (0..n).map(multiplicative).collect();
+        // a sensor that read zero for two days of four weeks
+        let mut glitch = positive.clone();
+        glitch[300..348].fill(0.0);
+        assert_eq!(log_shift(&glitch, &day), None);
+        // counts that were idle for a whole day
+        let mut idle: Vec<f64> = (0..n).map(rentals).collect();
+        assert!(log_shift(&idle, &day).is_some());
+        idle[240..264].fill(0.0);
+        assert_eq!(log_shift(&idle, &day), None);
+        // values below zero: no shift that a later value could not undercut
+        let below: Vec<f64> = (0..n).map(|t| rentals(t) - 1.0).collect();
+        assert_eq!(log_shift(&below, &day), None);
+        assert_eq!(log_shift(&positive, &day), Some(0.0));
     }
 }
