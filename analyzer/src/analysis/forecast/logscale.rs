@@ -203,6 +203,14 @@ mod tests {
         level * day
     }
 
+    /// The additive decomposition built beside the log one for `train`.
+    fn additive_decomposition(train: &[f64], day: &[Season]) -> Box<dyn Candidate> {
+        super::super::candidates::build(train, day, day, Some(day[0]), 48)
+            .into_iter()
+            .find(|c| c.name() == "mstl(24)+ets(A,N,N)")
+            .expect("the additive decomposition")
+    }
+
     fn worst_relative_error(c: &dyn Candidate, y: &[f64], h: usize) -> f64 {
         let p = c.forecast(y, h);
         p.point
@@ -226,11 +234,7 @@ mod tests {
         assert!(worst < 0.06, "worst relative error {worst}");
         // the additive decomposition averages the month's swings (0.8 x the mean
         // level, about 14.4) where the last day swings 0.8 x 20
-        let all = super::super::candidates::build(train, &day, &day, Some(day[0]), 48);
-        let additive = all
-            .iter()
-            .find(|c| c.name() == "mstl(24)+ets(A,N,N)")
-            .expect("the additive decomposition");
+        let additive = additive_decomposition(train, &day);
         let worst_additive = worst_relative_error(additive.as_ref(), &y, 48);
         assert!(worst_additive > 0.1, "additive {worst_additive}");
     }
@@ -322,11 +326,7 @@ mod tests {
         assert_eq!(log_shift(train, &day), Some(MIN_RATIO * max));
         let logs = LogDecomposed::build(train, &day, Arc::default()).expect("troughs recur");
         // the additive profile adds the risen level to nights as to peaks
-        let all = super::super::candidates::build(train, &day, &day, Some(day[0]), 48);
-        let additive = all
-            .iter()
-            .find(|c| c.name() == "mstl(24)+ets(A,N,N)")
-            .expect("the additive decomposition");
+        let additive = additive_decomposition(train, &day);
         let (lifted, added) = (mae(&logs, &y, 48), mae(additive.as_ref(), &y, 48));
         assert!(lifted < 0.7 * added, "logs {lifted}, additive {added}");
     }
