@@ -23,7 +23,7 @@ import sys
 # Dates as public exports write them; a day-first date with slashes is not read (it
 # would be taken for a month-first one).
 DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%m/%d/%Y %H:%M", "%m/%d/%y %H:%M",
-                "%d-%m-%Y %H:%M")
+                "%d-%m-%Y %H:%M", "%m/%d/%Y %I:%M:%S %p")
 
 
 def unix_seconds(text):

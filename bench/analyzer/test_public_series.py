@@ -22,6 +22,12 @@ class UnixSeconds(unittest.TestCase):
             self.assertEqual(public_series.unix_seconds(text), moment, text)
         self.assertIsNone(public_series.unix_seconds("14/02/2014 14:30"))
 
+    def test_a_twelve_hour_clock_is_read(self):
+        # open-data portals write 02:30:00 PM; 12 AM is midnight, 12 PM noon
+        self.assertEqual(public_series.unix_seconds("02/14/2014 02:30:00 PM"), 1_392_388_200.0)
+        self.assertEqual(public_series.unix_seconds("02/14/2014 12:30:00 AM"), 1_392_337_800.0)
+        self.assertEqual(public_series.unix_seconds("02/14/2014 12:30:00 PM"), 1_392_381_000.0)
+
 
 class Layout(unittest.TestCase):
     def test_each_column_is_a_series_and_long_ones_are_cut_by_days(self):
