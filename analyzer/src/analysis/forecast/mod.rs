@@ -216,12 +216,15 @@ pub const MAX_CALENDAR_STEPS: f64 = 10_080.0;
 /// to six peaks (a morning and an evening rush; shifts).
 pub const MAX_HARMONIC: f64 = 6.0;
 
-/// The calendar season (in steps) that every detected period (`periods`, in steps, at
-/// least one) is a harmonic of (the season over 2 to [`MAX_HARMONIC`]), where it is
-/// modelled at `step` seconds ([`on_calendar`]) and fits in `n` points: the detector
-/// found a daily shape's peaks (8, 12 and 4 hours) but not the day, and three seasons
-/// of a few hours each filled every place the day could have been modelled in, so that
-/// the day was never tried.
+/// The calendar season (in steps) that the dominant detected period (the first of
+/// `periods`, in steps) is a harmonic of (the season over 2 to [`MAX_HARMONIC`]), where
+/// it is modelled at `step` seconds ([`on_calendar`]) and fits in `n` points: the
+/// detector found a daily shape's peaks (8, 12 and 4 hours) but not the day, and three
+/// seasons of a few hours each filled every place the day could have been modelled in,
+/// so that the day was never tried. The other periods need not be harmonics: a
+/// commuter count's weekends split the day's harmonics into lines a week apart (11.2
+/// and 8.8 hours beside 12 and 8 on Seattle's bicycle counts), and where every period
+/// had to be a harmonic those kept the day out.
 fn fundamental(periods: &[f64], step: f64, n: usize) -> Option<f64> {
     if periods.is_empty() {
         return None;
@@ -229,7 +232,7 @@ fn fundamental(periods: &[f64], step: f64, n: usize) -> Option<f64> {
     let modelled = CALENDAR_SECONDS.iter().filter(|c| on_calendar(**c, step));
     modelled.map(|c| c / step).find(|&c| {
         let tolerance = calendar_tolerance(c, n) * c;
-        fits(n, c) && periods.iter().all(|&p| harmonic(p, c, tolerance))
+        fits(n, c) && harmonic(periods[0], c, tolerance)
     })
 }
 
@@ -299,7 +302,8 @@ fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
         };
         (harmonics, periods) = periods.iter().partition(|&&p| longer(p));
         if let Some(day) = fundamental(&periods, step, y.len()) {
-            // every period left is one of the day's harmonics, the strongest first
+            // the periods left (the day's harmonics, their weekly side lines) go behind
+            // the calendar's seasons, the strongest first
             let of_day = std::mem::replace(&mut periods, vec![day]);
             harmonics.splice(..0, of_day);
         }
@@ -583,12 +587,17 @@ mod tests {
         let seasons = detected(vec![36_000.0, 86_400.0]);
         assert_eq!(periods(&seasons), vec![10.0, 24.0, 168.0]);
         // an hourly cron on 1 min data is no shape of the day (its 24th harmonic), nor
-        // are 8 and 10 hours (10 is none), nor a day that does not fit twice
+        // is a dominant 10 hours beside 8, nor a day that does not fit twice
         assert_eq!(fundamental(&[60.0], 60.0, 1440 * 7), None);
-        assert_eq!(fundamental(&[8.0, 10.0], 3600.0, n), None);
+        assert_eq!(fundamental(&[10.0, 8.0], 3600.0, n), None);
         assert_eq!(fundamental(&[8.0], 3600.0, 40), None);
         assert_eq!(fundamental(&[8.0, 12.1], 3600.0, n), Some(24.0));
         assert_eq!(fundamental(&[], 3600.0, n), None);
+        // the day's peaks with their weekly side lines (11.2 = 168 / 15 hours): the day
+        // and the week first, the strongest harmonic in the place left
+        assert_eq!(fundamental(&[12.0, 11.2, 8.0], 3600.0, n), Some(24.0));
+        let seasons = detected(vec![43_200.0, 40_320.0, 28_800.0]);
+        assert_eq!(periods(&seasons), vec![24.0, 168.0, 12.0]);
     }
 
     #[test]
