@@ -46,12 +46,14 @@ pub fn log_shift(y: &[f64], seasons: &[Season]) -> Option<f64> {
     (min >= 0.0 && max > 0.0 && troughs_recur(y, seasons, low)).then_some(low - min)
 }
 
-/// Whether the values of `y` below `low` are the troughs of its shortest season: some
-/// in at least half of its cycles, and no cycle low throughout. Lows in a few cycles
+/// Whether the values of `y` below `low` are the troughs of its dominant season (the
+/// first of `seasons`): some in at least half of its cycles, and no cycle low
+/// throughout. Not the shortest season: a day's 8 hour harmonic, modelled beside it,
+/// has a night in one cycle of three. Lows in a few cycles
 /// (a sensor's glitch, an outage) or an idle stretch are not a profile, and in logs
 /// they would outweigh the rest of the series.
 fn troughs_recur(y: &[f64], seasons: &[Season], low: f64) -> bool {
-    let Some(m) = seasons.iter().map(|s| s.bins()).min().filter(|m| *m >= 2) else {
+    let Some(m) = seasons.first().map(|s| s.bins()).filter(|m| *m >= 2) else {
         return false;
     };
     let cycles = y.len() / m;
@@ -345,6 +347,23 @@ mod tests {
         assert!(log_shift(&idle, &day).is_some());
         idle[240..264].fill(0.0);
         assert_eq!(log_shift(&idle, &day), None);
+        // four hours at zero each night are the day's troughs, though they fall in one
+        // cycle of three of its 8 hour harmonic, modelled beside it
+        let short_nights: Vec<f64> = (0..n)
+            .map(|t| {
+                if t % 24 < 4 {
+                    0.0
+                } else {
+                    rentals(t).max(20.0)
+                }
+            })
+            .collect();
+        let with_harmonic = [
+            day[0],
+            Season::new(168.0).unwrap(),
+            Season::new(8.0).unwrap(),
+        ];
+        assert!(log_shift(&short_nights, &with_harmonic).is_some());
         // values below zero: no shift that a later value could not undercut
         let below: Vec<f64> = (0..n).map(|t| rentals(t) - 1.0).collect();
         assert_eq!(log_shift(&below, &day), None);
