@@ -226,13 +226,11 @@ pub const MAX_HARMONIC: f64 = 6.0;
 /// and 8.8 hours beside 12 and 8 on Seattle's bicycle counts), and where every period
 /// had to be a harmonic those kept the day out.
 fn fundamental(periods: &[f64], step: f64, n: usize) -> Option<f64> {
-    if periods.is_empty() {
-        return None;
-    }
+    let dominant = *periods.first()?;
     let modelled = CALENDAR_SECONDS.iter().filter(|c| on_calendar(**c, step));
     modelled.map(|c| c / step).find(|&c| {
         let tolerance = calendar_tolerance(c, n) * c;
-        fits(n, c) && harmonic(periods[0], c, tolerance)
+        fits(n, c) && harmonic(dominant, c, tolerance)
     })
 }
 
