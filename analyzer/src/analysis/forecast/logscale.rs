@@ -38,20 +38,21 @@ pub fn is_positive(y: &[f64]) -> bool {
 /// largest. Bike rentals fall to 0-2 at night: without the shift no log decomposition
 /// competed, and the additive one added a risen level to nights as to peaks.
 pub fn log_shift(y: &[f64], seasons: &[Season]) -> Option<f64> {
-    if is_positive(y) {
-        return Some(0.0);
-    }
     let (min, max) = extent(y);
     let low = MIN_RATIO * max;
+    if min > 0.0 && min >= low {
+        // positive as it is (`is_positive`, without a second pass over `y`)
+        return Some(0.0);
+    }
     (min >= 0.0 && max > 0.0 && troughs_recur(y, seasons, low)).then_some(low - min)
 }
 
 /// Whether the values of `y` below `low` are the troughs of its dominant season (the
 /// first of `seasons`): some in at least half of its cycles, and no cycle low
 /// throughout. Not the shortest season: a day's 8 hour harmonic, modelled beside it,
-/// has a night in one cycle of three. Lows in a few cycles
-/// (a sensor's glitch, an outage) or an idle stretch are not a profile, and in logs
-/// they would outweigh the rest of the series.
+/// has a night in one cycle of three. Lows in a few cycles (a sensor's glitch, an
+/// outage) or an idle stretch are not a profile, and in logs they would outweigh the
+/// rest of the series.
 fn troughs_recur(y: &[f64], seasons: &[Season], low: f64) -> bool {
     let Some(m) = seasons.first().map(|s| s.bins()).filter(|m| *m >= 2) else {
         return false;
