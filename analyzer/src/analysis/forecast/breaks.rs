@@ -80,8 +80,7 @@ fn regime_start(y: &[f64]) -> usize {
     if y.len() < 3 {
         return 0;
     }
-    let mut sizes: Vec<f64> = y.windows(2).map(|w| (w[1] - w[0]).abs()).collect();
-    let limit = BREAK_STEPS * super::spikes::large_step(&mut sizes);
+    let limit = BREAK_STEPS * super::spikes::large_step(y.windows(2).map(|w| (w[1] - w[0]).abs()));
     let jump = (1..y.len())
         .rev()
         .find(|&t| {

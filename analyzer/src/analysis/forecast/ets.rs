@@ -8,7 +8,7 @@
 //! 0 < γ < 1 - α, 0.8 ≤ φ ≤ 0.98) needs no constraint handling. The SSE of one-step
 //! errors is minimised by Nelder–Mead with a bounded evaluation count.
 
-use super::optimize::nelder_mead;
+use super::optimize::{nelder_mead, nelder_mead_valued};
 
 /// The trend component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -386,15 +386,14 @@ pub fn fit_from(
     let (u, _) = match near {
         Some(p) => nelder_mead(&mut objective, &warm_point(&spec, p), WARM_SCALE, max_evals),
         None => {
-            let start_u = ALPHA_STARTS
+            let (value, start_u) = ALPHA_STARTS
                 .iter()
                 .map(|a| start_point(&spec, *a))
                 .map(|u| (objective(&u), u))
                 .min_by(|a, b| a.0.total_cmp(&b.0))
-                .map(|(_, u)| u)
                 .expect("at least one start");
             let budget = max_evals.saturating_sub(ALPHA_STARTS.len());
-            nelder_mead(&mut objective, &start_u, 1.0, budget)
+            nelder_mead_valued(&mut objective, (&start_u, value), 1.0, budget)
         }
     };
     let params = params_from(&spec, &u);

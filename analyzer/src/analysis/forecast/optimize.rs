@@ -11,9 +11,21 @@ pub fn nelder_mead(
     scale: f64,
     max_evals: usize,
 ) -> (Vec<f64>, f64) {
+    let value = f(start);
+    nelder_mead_valued(f, (start, value), scale, max_evals)
+}
+
+/// [`nelder_mead`] from a start whose value `f` already gave (counted in `max_evals`
+/// as if evaluated here, so the search is the same).
+pub fn nelder_mead_valued(
+    f: &mut dyn FnMut(&[f64]) -> f64,
+    (start, value): (&[f64], f64),
+    scale: f64,
+    max_evals: usize,
+) -> (Vec<f64>, f64) {
     let d = start.len();
     let mut simplex: Vec<(Vec<f64>, f64)> = Vec::with_capacity(d + 1);
-    simplex.push((start.to_vec(), f(start)));
+    simplex.push((start.to_vec(), value));
     for i in 0..d {
         let mut p = start.to_vec();
         p[i] += scale;

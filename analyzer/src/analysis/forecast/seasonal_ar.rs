@@ -46,28 +46,41 @@ impl SeasonalAr {
         if m == 0 || y.len() < MIN_CYCLES * m + 2 {
             return None;
         }
+        // the seasonal changes, taken once for every pair of coefficients tried
+        let w: Vec<f64> = (0..y.len())
+            .map(|t| if t >= m { y[t] - y[t - m] } else { 0.0 })
+            .collect();
+        let (mut scratch, mut near_scratch) = (Vec::new(), Vec::new());
         // (squared error, φ, Θ) of the best pair so far; the first pair tried wins ties
-        let better = |best: (f64, f64, f64), (phi, theta): (f64, f64)| {
-            let sse = errors(y, m, phi, theta).1;
+        let better = |best: (f64, f64, f64), (sse, phi, theta): (f64, f64, f64)| {
             if sse < best.0 {
                 (sse, phi, theta)
             } else {
                 best
             }
         };
-        let grid = PHIS
-            .iter()
-            .flat_map(|&p| THETAS.iter().map(move |&t| (p, t)));
-        let coarse = grid.fold((f64::INFINITY, 0.0, 0.0), better);
+        let mut coarse = (f64::INFINITY, 0.0, 0.0);
+        for &phi in &PHIS {
+            let sses = squared_errors(&w, m, phi, THETAS, &mut scratch);
+            coarse = THETAS
+                .iter()
+                .zip(sses)
+                .fold(coarse, |b, (&theta, sse)| better(b, (sse, phi, theta)));
+        }
         let (_, phi0, theta0) = coarse;
+        let clamp = |v: f64| v.clamp(0.0, MAX_COEFFICIENT);
         let steps = [-REFINE, 0.0, REFINE];
-        let near = steps.iter().flat_map(|&dp| {
-            steps.iter().map(move |&dt| {
-                let clamp = |v: f64| v.clamp(0.0, MAX_COEFFICIENT);
-                (clamp(phi0 + dp), clamp(theta0 + dt))
-            })
-        });
-        let (sum, phi, theta) = near.fold(coarse, better);
+        let mut best = coarse;
+        for dp in steps {
+            let phi = clamp(phi0 + dp);
+            let thetas = steps.map(|dt| clamp(theta0 + dt));
+            let sses = squared_errors(&w, m, phi, thetas, &mut near_scratch);
+            best = thetas
+                .iter()
+                .zip(sses)
+                .fold(best, |b, (&theta, sse)| better(b, (sse, phi, theta)));
+        }
+        let (sum, phi, theta) = best;
         let counted = y.len() - (2 * m + 1);
         Some(SeasonalAr {
             m,
@@ -126,6 +139,39 @@ impl SeasonalAr {
             })
             .collect()
     }
+}
+
+/// The sum of squared one-step errors of [`errors`] for `phi` and each of `thetas`,
+/// from the seasonal changes `w` (`y_t - y_{t-m}`, 0 before step m), in one pass: each
+/// pair's recursion is the same arithmetic as [`errors`]', run side by side, so the
+/// sums are the same to the bit and their additions overlap instead of waiting on one
+/// another.
+fn squared_errors<const K: usize>(
+    w: &[f64],
+    m: usize,
+    phi: f64,
+    thetas: [f64; K],
+    scratch: &mut Vec<[f64; K]>,
+) -> [f64; K] {
+    let n = w.len();
+    scratch.clear();
+    scratch.resize(n, [0.0; K]);
+    let mut sse = [0.0; K];
+    for t in m + 1..n {
+        let base = w[t] - phi * w[t - 1];
+        let back = scratch[t - m];
+        let mut e = [0.0; K];
+        for k in 0..K {
+            e[k] = base + thetas[k] * back[k];
+        }
+        scratch[t] = e;
+        if t > 2 * m {
+            for k in 0..K {
+                sse[k] += e[k] * e[k];
+            }
+        }
+    }
+    sse
 }
 
 /// The one-step errors of the model over `y` (zero before the first seasonal change
