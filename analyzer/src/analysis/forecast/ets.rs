@@ -299,23 +299,27 @@ fn filter(y: &[f64], offset: usize, p: &Params, season: Option<Season>, state: &
         Some(season) => {
             let states = &mut state.season[..];
             let bins = states.len();
-            let last = bins - 1;
-            let step = 1.0 / season.period;
-            // The phase advances by 1/period a step; accumulating it avoids a division
-            // per step and drifts by far less than the 1e-9 guard in `Season::bin`.
-            let mut phase = (offset as f64 / season.period).fract();
-            for v in y {
-                let k = ((phase * bins as f64 + 1e-9) as usize).min(last);
-                phase += step;
-                if phase >= 1.0 {
-                    phase -= 1.0;
-                }
+            // one step of the recursions with the seasonal state `k`
+            let mut at = |k: usize, v: f64| {
                 let s = states[k];
                 let e = v - (l + p.phi * b + s);
                 sse += e * e;
                 l += p.phi * b + p.alpha * e;
                 b = p.phi * b + p.beta * e;
                 states[k] = s + p.gamma * e;
+            };
+            // the states of `Season::bin`, which the forecast and the decomposition
+            // read: a counter for a whole number of steps, the division otherwise
+            if season.period.fract() == 0.0 {
+                let mut k = offset % bins;
+                for v in y {
+                    at(k, *v);
+                    k = if k + 1 == bins { 0 } else { k + 1 };
+                }
+            } else {
+                for (i, v) in y.iter().enumerate() {
+                    at(season.bin(offset + i), *v);
+                }
             }
         }
     }
@@ -467,6 +471,35 @@ impl EtsFit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_seasonal_state_is_the_one_the_forecast_reads() {
+        // γ = 1 and a fixed level of 0: each state becomes the last value seen in its
+        // bin, so after a few cycles the states are the cycle, bin 0 included (it was
+        // skipped where an accumulated phase fell short of 1 at the wrap), for a whole
+        // number of steps and for a fractional period, from any offset
+        let p = Params {
+            alpha: 0.0,
+            beta: 0.0,
+            gamma: 1.0,
+            phi: 1.0,
+        };
+        for (period, offset) in [(24.0, 0), (24.0, 7), (168.0, 1000), (23.5, 3)] {
+            let season = Season::new(period).unwrap();
+            let m = season.bins();
+            let y: Vec<f64> = (0..4 * m)
+                .map(|t| 1.0 + season.bin(offset + t) as f64)
+                .collect();
+            let mut state = State {
+                level: 0.0,
+                slope: 0.0,
+                season: vec![0.0; m],
+            };
+            filter(&y, offset, &p, Some(season), &mut state);
+            let cycle: Vec<f64> = (0..m).map(|k| 1.0 + k as f64).collect();
+            assert_eq!(state.season, cycle, "period {period}, offset {offset}");
+        }
+    }
 
     #[test]
     fn a_shared_decomposition_reruns_exactly_as_a_fresh_one() {
