@@ -72,7 +72,10 @@ impl Season {
     /// The state used at step `t` of the window.
     pub fn bin(&self, t: usize) -> usize {
         let bins = self.bins();
-        let x = (t as f64 / self.period).fract() * bins as f64;
+        // `fract()` by a truncating conversion, the same value for any step count,
+        // without the call to `trunc` that a CPU without SSE4.1 makes
+        let q = t as f64 / self.period;
+        let x = (q - (q as u64) as f64) * bins as f64;
         ((x + 1e-9) as usize).min(bins - 1)
     }
 }
