@@ -51,35 +51,16 @@ impl SeasonalAr {
             .map(|t| if t >= m { y[t] - y[t - m] } else { 0.0 })
             .collect();
         let (mut scratch, mut near_scratch) = (Vec::new(), Vec::new());
-        // (squared error, φ, Θ) of the best pair so far; the first pair tried wins ties
-        let better = |best: (f64, f64, f64), (sse, phi, theta): (f64, f64, f64)| {
-            if sse < best.0 {
-                (sse, phi, theta)
-            } else {
-                best
-            }
-        };
-        let mut coarse = (f64::INFINITY, 0.0, 0.0);
-        for &phi in &PHIS {
-            let sses = squared_errors(&w, m, phi, THETAS, &mut scratch);
-            coarse = THETAS
-                .iter()
-                .zip(sses)
-                .fold(coarse, |b, (&theta, sse)| better(b, (sse, phi, theta)));
-        }
+        let coarse = PHIS.iter().fold((f64::INFINITY, 0.0, 0.0), |best, &phi| {
+            better_of(best, &w, m, phi, THETAS, &mut scratch)
+        });
         let (_, phi0, theta0) = coarse;
         let clamp = |v: f64| v.clamp(0.0, MAX_COEFFICIENT);
         let steps = [-REFINE, 0.0, REFINE];
-        let mut best = coarse;
-        for dp in steps {
-            let phi = clamp(phi0 + dp);
+        let best = steps.iter().fold(coarse, |best, &dp| {
             let thetas = steps.map(|dt| clamp(theta0 + dt));
-            let sses = squared_errors(&w, m, phi, thetas, &mut near_scratch);
-            best = thetas
-                .iter()
-                .zip(sses)
-                .fold(best, |b, (&theta, sse)| better(b, (sse, phi, theta)));
-        }
+            better_of(best, &w, m, clamp(phi0 + dp), thetas, &mut near_scratch)
+        });
         let (sum, phi, theta) = best;
         let counted = y.len() - (2 * m + 1);
         Some(SeasonalAr {
@@ -139,6 +120,26 @@ impl SeasonalAr {
             })
             .collect()
     }
+}
+
+/// `best` (squared error, φ, Θ), or the first of `phi` with `thetas` that errs less:
+/// the first pair tried wins ties.
+fn better_of<const K: usize>(
+    best: (f64, f64, f64),
+    w: &[f64],
+    m: usize,
+    phi: f64,
+    thetas: [f64; K],
+    scratch: &mut Vec<[f64; K]>,
+) -> (f64, f64, f64) {
+    let sses = squared_errors(w, m, phi, thetas, scratch);
+    thetas.iter().zip(sses).fold(best, |best, (&theta, sse)| {
+        if sse < best.0 {
+            (sse, phi, theta)
+        } else {
+            best
+        }
+    })
 }
 
 /// The sum of squared one-step errors of [`errors`] for `phi` and each of `thetas`,
