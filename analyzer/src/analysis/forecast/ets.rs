@@ -51,22 +51,21 @@ impl Season {
         self.bins
     }
 
-    /// The states used at steps 0..n of the window: a counter for a whole number of
-    /// steps (no division per step), [`Season::bin`] otherwise.
+    /// The states used at steps 0..n of the window ([`Season::bins_from`] 0).
     pub fn bins_of(&self, n: usize) -> Vec<u32> {
-        let m = self.bins();
-        if self.period.fract() == 0.0 {
-            let mut b = 0u32;
-            (0..n)
-                .map(|_| {
-                    let this = b;
-                    b = if b as usize + 1 == m { 0 } else { b + 1 };
-                    this
-                })
-                .collect()
-        } else {
-            (0..n).map(|t| self.bin(t) as u32).collect()
-        }
+        self.bins_from(0).take(n).map(|b| b as u32).collect()
+    }
+
+    /// The states used at steps `offset`, `offset + 1`, ... of the window, those of
+    /// [`Season::bin`]: a counter for a whole number of steps (no division per step),
+    /// [`Season::bin`] itself otherwise.
+    pub fn bins_from(&self, offset: usize) -> impl Iterator<Item = usize> + '_ {
+        let (m, whole) = (self.bins, self.period.fract() == 0.0);
+        (offset..).scan(offset % m, move |k, t| {
+            let this = if whole { *k } else { self.bin(t) };
+            *k = if *k + 1 == m { 0 } else { *k + 1 };
+            Some(this)
+        })
     }
 
     /// The state used at step `t` of the window.
@@ -301,28 +300,13 @@ fn filter(y: &[f64], offset: usize, p: &Params, season: Option<Season>, state: &
         }
         Some(season) => {
             let states = &mut state.season[..];
-            let bins = states.len();
-            // one step of the recursions with the seasonal state `k`
-            let mut at = |k: usize, v: f64| {
+            for (v, k) in y.iter().zip(season.bins_from(offset)) {
                 let s = states[k];
                 let e = v - (l + p.phi * b + s);
                 sse += e * e;
                 l += p.phi * b + p.alpha * e;
                 b = p.phi * b + p.beta * e;
                 states[k] = s + p.gamma * e;
-            };
-            // the states of `Season::bin`, which the forecast and the decomposition
-            // read: a counter for a whole number of steps, the division otherwise
-            if season.period.fract() == 0.0 {
-                let mut k = offset % bins;
-                for v in y {
-                    at(k, *v);
-                    k = if k + 1 == bins { 0 } else { k + 1 };
-                }
-            } else {
-                for (i, v) in y.iter().enumerate() {
-                    at(season.bin(offset + i), *v);
-                }
             }
         }
     }

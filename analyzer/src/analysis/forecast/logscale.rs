@@ -29,6 +29,11 @@ fn extent(y: &[f64]) -> (f64, f64) {
 /// at least [`MIN_RATIO`] of the largest.
 pub fn is_positive(y: &[f64]) -> bool {
     let (min, max) = extent(y);
+    positive_extent(min, max)
+}
+
+/// [`is_positive`] of a series whose least and largest values are `min` and `max`.
+fn positive_extent(min: f64, max: f64) -> bool {
     min > 0.0 && min >= MIN_RATIO * max
 }
 
@@ -39,11 +44,10 @@ pub fn is_positive(y: &[f64]) -> bool {
 /// competed, and the additive one added a risen level to nights as to peaks.
 pub fn log_shift(y: &[f64], seasons: &[Season]) -> Option<f64> {
     let (min, max) = extent(y);
-    let low = MIN_RATIO * max;
-    if min > 0.0 && min >= low {
-        // positive as it is (`is_positive`, without a second pass over `y`)
+    if positive_extent(min, max) {
         return Some(0.0);
     }
+    let low = MIN_RATIO * max;
     (min >= 0.0 && max > 0.0 && troughs_recur(y, seasons, low)).then_some(low - min)
 }
 

@@ -46,10 +46,8 @@ impl SeasonalAr {
         if m == 0 || y.len() < MIN_CYCLES * m + 2 {
             return None;
         }
-        // the seasonal changes, taken once for every pair of coefficients tried
-        let w: Vec<f64> = (0..y.len())
-            .map(|t| if t >= m { y[t] - y[t - m] } else { 0.0 })
-            .collect();
+        // taken once for every pair of coefficients tried
+        let w = seasonal_changes(y, m);
         let (mut scratch, mut near_scratch) = (Vec::new(), Vec::new());
         let coarse = PHIS.iter().fold((f64::INFINITY, 0.0, 0.0), |best, &phi| {
             better_of(best, &w, m, phi, THETAS, &mut scratch)
@@ -142,11 +140,18 @@ fn better_of<const K: usize>(
     })
 }
 
-/// The sum of squared one-step errors of [`errors`] for `phi` and each of `thetas`,
-/// from the seasonal changes `w` (`y_t - y_{t-m}`, 0 before step m), in one pass: each
-/// pair's recursion is the same arithmetic as [`errors`]', run side by side, so the
-/// sums are the same to the bit and their additions overlap instead of waiting on one
-/// another.
+/// The seasonal changes `w_t = y_t - y_{t-m}` (0 before step m).
+fn seasonal_changes(y: &[f64], m: usize) -> Vec<f64> {
+    (0..y.len())
+        .map(|t| if t >= m { y[t] - y[t - m] } else { 0.0 })
+        .collect()
+}
+
+/// The sums of squared one-step errors for `phi` and each of `thetas` over the
+/// seasonal changes `w`, from step 2m+1 on (where the moving average has run a
+/// season), in one pass: the pairs' recursions run side by side, so their additions
+/// overlap instead of waiting on one another. `scratch` is left holding each step's
+/// errors (zero before the first seasonal change has a predecessor).
 fn squared_errors<const K: usize>(
     w: &[f64],
     m: usize,
@@ -175,22 +180,12 @@ fn squared_errors<const K: usize>(
     sse
 }
 
-/// The one-step errors of the model over `y` (zero before the first seasonal change
-/// has a predecessor) and their sum of squares from step 2m+1 on, where the moving
-/// average has run a season.
+/// The one-step errors of the model over `y` and their sum of squares
+/// ([`squared_errors`] for one pair).
 fn errors(y: &[f64], m: usize, phi: f64, theta: f64) -> (Vec<f64>, f64) {
-    let n = y.len();
-    let mut e = vec![0.0; n];
-    let mut sse = 0.0;
-    for t in m + 1..n {
-        let w = y[t] - y[t - m];
-        let w_prev = y[t - 1] - y[t - 1 - m];
-        e[t] = w - phi * w_prev + theta * e[t - m];
-        if t > 2 * m {
-            sse += e[t] * e[t];
-        }
-    }
-    (e, sse)
+    let mut e = Vec::new();
+    let [sse] = squared_errors(&seasonal_changes(y, m), m, phi, [theta], &mut e);
+    (e.into_iter().map(|[e]| e).collect(), sse)
 }
 
 #[cfg(test)]

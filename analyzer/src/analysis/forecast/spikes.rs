@@ -111,16 +111,20 @@ fn ranked(values: impl ExactSizeIterator<Item = f64>, rank: usize) -> f64 {
     from_order_key(least)
 }
 
-/// An integer that orders as [`f64::total_cmp`] orders the floats (its own inverse on
-/// the bits: the sign bit is kept).
+/// An integer that orders as [`f64::total_cmp`] orders the floats.
 fn order_key(v: f64) -> i64 {
-    let bits = v.to_bits() as i64;
-    bits ^ (((bits >> 63) as u64) >> 1) as i64
+    flip(v.to_bits() as i64)
 }
 
 /// The float of an [`order_key`].
 fn from_order_key(key: i64) -> f64 {
-    f64::from_bits((key ^ (((key >> 63) as u64) >> 1) as i64) as u64)
+    f64::from_bits(flip(key) as u64)
+}
+
+/// The bits below the sign of a negative number reversed, as [`f64::total_cmp`] does:
+/// its own inverse, the sign bit being kept.
+fn flip(bits: i64) -> i64 {
+    bits ^ (((bits >> 63) as u64) >> 1) as i64
 }
 
 #[cfg(test)]
