@@ -51,21 +51,27 @@ impl Season {
         self.bins
     }
 
-    /// The states used at steps 0..n of the window ([`Season::bins_from`] 0).
+    /// The states used at steps 0..n of the window.
     pub fn bins_of(&self, n: usize) -> Vec<u32> {
-        self.bins_from(0).take(n).map(|b| b as u32).collect()
+        let mut bins = Vec::with_capacity(n);
+        self.for_each_bin(0, n, |_, k| bins.push(k as u32));
+        bins
     }
 
-    /// The states used at steps `offset`, `offset + 1`, ... of the window, those of
+    /// Calls `f(i, k)` for i in 0..n with the state `k` of step `offset + i`, that of
     /// [`Season::bin`]: a counter for a whole number of steps (no division per step),
-    /// [`Season::bin`] itself otherwise.
-    pub fn bins_from(&self, offset: usize) -> impl Iterator<Item = usize> + '_ {
-        let (m, whole) = (self.bins, self.period.fract() == 0.0);
-        (offset..).scan(offset % m, move |k, t| {
-            let this = if whole { *k } else { self.bin(t) };
-            *k = if *k + 1 == m { 0 } else { *k + 1 };
-            Some(this)
-        })
+    /// [`Season::bin`] itself otherwise; two loops, so neither tests which it is per step.
+    pub fn for_each_bin(&self, offset: usize, n: usize, mut f: impl FnMut(usize, usize)) {
+        let m = self.bins;
+        if self.period.fract() == 0.0 {
+            let mut k = offset % m;
+            for i in 0..n {
+                f(i, k);
+                k = if k + 1 == m { 0 } else { k + 1 };
+            }
+        } else {
+            (0..n).for_each(|i| f(i, self.bin(offset + i)));
+        }
     }
 
     /// The state used at step `t` of the window.
@@ -300,14 +306,14 @@ fn filter(y: &[f64], offset: usize, p: &Params, season: Option<Season>, state: &
         }
         Some(season) => {
             let states = &mut state.season[..];
-            for (v, k) in y.iter().zip(season.bins_from(offset)) {
+            season.for_each_bin(offset, y.len(), |i, k| {
                 let s = states[k];
-                let e = v - (l + p.phi * b + s);
+                let e = y[i] - (l + p.phi * b + s);
                 sse += e * e;
                 l += p.phi * b + p.alpha * e;
                 b = p.phi * b + p.beta * e;
                 states[k] = s + p.gamma * e;
-            }
+            });
         }
     }
     state.level = l;
