@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::breaks::{carries_line, carries_trend, shorter, Regimes, MIN_SEGMENT};
 use super::decay::decay;
 use super::decompose::{Scale, Seasonals};
-use super::ets::{self, EtsFit, EtsSpec, Season, Trend};
+use super::ets::{self, EtsModel, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
 use super::logscale::LogDecomposed;
 use super::memo::Memo;
@@ -270,7 +270,7 @@ impl Candidate for Line {
 }
 
 /// Exponential smoothing with one season (or none); parameters from the training data.
-pub struct Ets(pub EtsFit, pub Arc<Regimes>, pub Arc<EtsStarts>);
+pub struct Ets(pub EtsModel, pub Arc<Regimes>, pub Arc<EtsStarts>);
 
 /// The initial states of the ETS candidates' windows, by the length of the prefix
 /// forecast from and of the window run over: the three trends share the season and the
@@ -331,7 +331,7 @@ impl Candidate for Ets {
             y
         };
         let start = self.2.get(prefix_len, y, spec.season);
-        let (point, var) = self.0.rerun_from(y, &start).forecast(h);
+        let (point, var) = self.0.run_from(y, &start).forecast(h);
         Path { point, var }
     }
 }
@@ -405,7 +405,7 @@ pub struct Decomposed {
     /// Decompositions shared with the other decomposed candidates.
     pub cache: Arc<DecompositionCache>,
     /// ETS without season, fitted to the seasonally adjusted training data.
-    pub fit: EtsFit,
+    pub fit: EtsModel,
     /// The model of the rest.
     pub rest: Rest,
 }
@@ -419,7 +419,8 @@ impl Decomposed {
             trend: Trend::None,
             season: None,
         };
-        let fit = ets::fit(&adjusted, spec, LEVEL_EVALS);
+        let decomposition = ets::Decomposition::of(&adjusted, None);
+        let fit = ets::optimise(&adjusted, spec, LEVEL_EVALS, &decomposition, None);
         Decomposed {
             seasons: seasons.to_vec(),
             cache,
@@ -434,7 +435,7 @@ impl Decomposed {
         Decomposed {
             seasons: self.seasons.clone(),
             cache: self.cache.clone(),
-            fit: self.fit.clone(),
+            fit: self.fit,
             rest,
         }
     }
@@ -442,13 +443,13 @@ impl Decomposed {
     /// Simple smoothing of the `adjusted` rest, with Theta's drift where that is the
     /// model.
     fn smoothed(&self, adjusted: &[f64], h: usize) -> Path {
-        let fit = self.fit.rerun(recent(adjusted, 0));
+        let fit = self.fit.run(recent(adjusted, 0));
         let (mut point, var) = fit.forecast(h);
         if self.rest == Rest::Theta {
             // Theta(2) as simple smoothing with drift: half the slope of the line,
             // phased in as the level forgets its start.
             let (_, slope) = least_squares_line(adjusted);
-            let a = fit.alpha();
+            let a = self.fit.alpha();
             let fade = (1.0 - a).powi(adjusted.len().min(i32::MAX as usize) as i32) / a;
             for (j, p) in point.iter_mut().enumerate() {
                 *p += 0.5 * slope * (j as f64 + 1.0 / a - fade);
@@ -523,17 +524,17 @@ pub fn build(
     // what a full one from cold starts would, at less than half the evaluations.
     let starts = Arc::new(EtsStarts::default());
     let start = starts.get(train.len(), train, dominant);
-    let mut previous: Option<EtsFit> = None;
+    let mut previous: Option<EtsModel> = None;
     for trend in [Trend::None, Trend::Additive, Trend::Damped] {
         let spec = EtsSpec {
             trend,
             season: dominant,
         };
         let fit = match &previous {
-            None => ets::fit_from(train, spec, MAX_EVALS, &start, None),
-            Some(near) => ets::fit_from(train, spec, WARM_EVALS, &start, Some(near)),
+            None => ets::optimise(train, spec, MAX_EVALS, &start, None),
+            Some(near) => ets::optimise(train, spec, WARM_EVALS, &start, Some(near)),
         };
-        previous = Some(fit.clone());
+        previous = Some(fit);
         // With a season, the undamped trend only starts the damped one's search: carried
         // undamped through two days, a trend fitted across a level shift or a busy
         // week misses more than it catches (without it, the first set's hourly

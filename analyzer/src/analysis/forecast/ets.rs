@@ -137,12 +137,21 @@ struct State {
     season: Vec<f64>,
 }
 
-/// A fitted model, ready to forecast from the end of its data.
-#[derive(Debug, Clone, PartialEq)]
-pub struct EtsFit {
+/// A model with its fitted smoothing parameters, to be run over any window: the
+/// validated candidates fit once and run from each origin, so a run over the whole
+/// training data (an [`EtsFit`]) would go unread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct EtsModel {
     /// The model.
     pub spec: EtsSpec,
     params: Params,
+}
+
+/// A model run over its data, ready to forecast from the end of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EtsFit {
+    /// The model and its parameters.
+    pub model: EtsModel,
     end: State,
     /// Window index of the step after the data.
     next_step: usize,
@@ -350,24 +359,26 @@ pub const OPTIMISE_POINTS: usize = 512;
 /// bounds the cost whatever the window and season; the chosen parameters are then run
 /// over the whole window for the final states, SSE and AICc.
 pub fn fit(y: &[f64], spec: EtsSpec, max_evals: usize) -> EtsFit {
-    fit_from(y, spec, max_evals, &Decomposition::of(y, spec.season), None)
+    let decomposition = Decomposition::of(y, spec.season);
+    optimise(y, spec, max_evals, &decomposition, None).run_from(y, &decomposition)
 }
 
 /// Simplex steps from a warm start: a quarter of those from the cold starts.
 const WARM_SCALE: f64 = 0.25;
 
-/// [`fit`] from `decomposition`, `y`'s with `spec`'s season (models that differ only
-/// in trend share it), and where `near` is given from its parameters (a model `spec`
-/// nests or extends: the damped trend from the additive one): the optimum is close, so
-/// the three starts and most of the search are not needed.
-pub fn fit_from(
+/// [`fit`]'s parameters, without the run over `y`: from `decomposition`, `y`'s with
+/// `spec`'s season (models that differ only in trend share it), and where `near` is
+/// given from its parameters (a model `spec` nests or extends: the damped trend from
+/// the additive one): the optimum is close, so the three starts and most of the search
+/// are not needed.
+pub fn optimise(
     y: &[f64],
     spec: EtsSpec,
     max_evals: usize,
     decomposition: &Decomposition,
-    near: Option<&EtsFit>,
-) -> EtsFit {
-    let near = near.map(|f| &f.params);
+    near: Option<&EtsModel>,
+) -> EtsModel {
+    let near = near.map(|m| &m.params);
     let start = y.len().saturating_sub(OPTIMISE_POINTS);
     let opt_init = decomposition.state_before(start, spec.trend);
     let mut objective = |u: &[f64]| {
@@ -393,36 +404,26 @@ pub fn fit_from(
             nelder_mead_valued(&mut objective, (&start_u, value), 1.0, budget)
         }
     };
-    let params = params_from(&spec, &u);
-    let mut end = decomposition.state_before(0, spec.trend);
-    let sse = filter(y, 0, &params, spec.season, &mut end);
-    EtsFit {
+    EtsModel {
         spec,
-        params,
-        end,
-        next_step: y.len(),
-        sse,
-        n: y.len(),
-        aicc: aicc(sse, y.len(), spec.parameter_count()),
+        params: params_from(&spec, &u),
     }
 }
 
-impl EtsFit {
-    /// The same model with the same smoothing parameters, run over `y` instead (new
-    /// initial states from `y`'s decomposition): forecasting from another origin
-    /// without optimising again.
-    pub fn rerun(&self, y: &[f64]) -> EtsFit {
-        self.rerun_from(y, &Decomposition::of(y, self.spec.season))
+impl EtsModel {
+    /// The model run over `y` (initial states from `y`'s decomposition): forecasting
+    /// from any origin without optimising again.
+    pub fn run(&self, y: &[f64]) -> EtsFit {
+        self.run_from(y, &Decomposition::of(y, self.spec.season))
     }
 
-    /// [`EtsFit::rerun`] from `start`, the decomposition of `y` with this model's season
+    /// [`EtsModel::run`] from `start`, the decomposition of `y` with this model's season
     /// (shared by models that differ only in trend).
-    pub fn rerun_from(&self, y: &[f64], start: &Decomposition) -> EtsFit {
+    pub fn run_from(&self, y: &[f64], start: &Decomposition) -> EtsFit {
         let mut end = start.state_before(0, self.spec.trend);
         let sse = filter(y, 0, &self.params, self.spec.season, &mut end);
         EtsFit {
-            spec: self.spec,
-            params: self.params,
+            model: *self,
             end,
             next_step: y.len(),
             sse,
@@ -435,12 +436,14 @@ impl EtsFit {
     pub fn alpha(&self) -> f64 {
         self.params.alpha
     }
+}
 
+impl EtsFit {
     /// Point forecasts and prediction variances for steps 1..=h after the data.
     pub fn forecast(&self, h: usize) -> (Vec<f64>, Vec<f64>) {
-        let p = &self.params;
+        let (p, spec) = (&self.model.params, &self.model.spec);
         let sigma2 = self.sse / self.n as f64;
-        let m = self.spec.season.map_or(0, |s| s.bins());
+        let m = spec.season.map_or(0, |s| s.bins());
         let mut point = Vec::with_capacity(h);
         let mut var = Vec::with_capacity(h);
         let (mut damp_sum, mut phi_pow) = (0.0, 1.0);
@@ -448,7 +451,7 @@ impl EtsFit {
         for j in 1..=h {
             phi_pow *= p.phi;
             damp_sum += phi_pow;
-            let s = self.spec.season.map_or(0.0, |season| {
+            let s = spec.season.map_or(0.0, |season| {
                 self.end.season[season.bin(self.next_step + j - 1)]
             });
             point.push(self.end.level + damp_sum * self.end.slope + s);
@@ -505,14 +508,14 @@ mod tests {
             .collect();
         let spec = |trend| EtsSpec { trend, season };
         let train = &y[..700];
-        let fit = fit(train, spec(Trend::Damped), 30);
+        let model = fit(train, spec(Trend::Damped), 30).model;
         let window = &y[100..850];
         let shared = Decomposition::of(window, season);
-        assert_eq!(fit.rerun(window), fit.rerun_from(window, &shared));
+        assert_eq!(model.run(window), model.run_from(window, &shared));
         let own = Decomposition::of(train, season);
-        let additive = fit_from(train, spec(Trend::Additive), 15, &own, Some(&fit));
+        let additive = optimise(train, spec(Trend::Additive), 15, &own, Some(&model));
         let fresh = Decomposition::of(train, season);
-        let cold = fit_from(train, additive.spec, 15, &fresh, Some(&fit));
+        let cold = optimise(train, additive.spec, 15, &fresh, Some(&model));
         assert_eq!(
             additive, cold,
             "a shared decomposition of the training data is its own"
