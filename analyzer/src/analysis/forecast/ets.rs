@@ -59,8 +59,8 @@ impl Season {
     }
 
     /// Calls `f(i, k)` for i in 0..n with the state `k` of step `offset + i`, that of
-    /// [`Season::bin`]: a counter for a whole number of steps (no division per step),
-    /// [`Season::bin`] itself otherwise; two loops, so neither tests which it is per step.
+    /// [`Season::bin`], without a division per step: a counter for a whole number of
+    /// steps, a carried phase otherwise; two loops, so neither tests which it is per step.
     pub fn for_each_bin(&self, offset: usize, n: usize, mut f: impl FnMut(usize, usize)) {
         let m = self.bins;
         if self.period.fract() == 0.0 {
@@ -70,20 +70,56 @@ impl Season {
                 k = if k + 1 == m { 0 } else { k + 1 };
             }
         } else {
-            (0..n).for_each(|i| f(i, self.bin(offset + i)));
+            self.for_each_fractional_bin(offset, n, f);
+        }
+    }
+
+    /// [`Season::for_each_bin`] for a fractional period. The phase is carried by adding
+    /// a step's share of the states: it strays from [`Season::phase`] by rounding, at
+    /// most 1024 additions of about 2^-53 of the states each (below 1e-7 for a million
+    /// states) before it restarts from `phase`. Its floor is then `bin`'s wherever the
+    /// phase is more than [`PHASE_EDGE`] inside a state; nearer an edge, `bin` decides.
+    fn for_each_fractional_bin(&self, offset: usize, n: usize, mut f: impl FnMut(usize, usize)) {
+        let states = self.bins as f64;
+        let per_step = states / self.period;
+        let mut x = 0.0;
+        for i in 0..n {
+            if i % 1024 == 0 {
+                x = self.phase(offset + i);
+            }
+            let k = x as usize;
+            let inside = x - k as f64;
+            if inside > PHASE_EDGE && inside < 1.0 - PHASE_EDGE {
+                f(i, k);
+            } else {
+                f(i, self.bin(offset + i));
+            }
+            x += per_step;
+            if x >= states {
+                x -= states;
+            }
         }
     }
 
     /// The state used at step `t` of the window.
     pub fn bin(&self, t: usize) -> usize {
-        let bins = self.bins();
+        ((self.phase(t) + 1e-9) as usize).min(self.bins - 1)
+    }
+
+    /// Where step `t` falls in its cycle, in states: `(t / period) mod 1` times the
+    /// number of states.
+    fn phase(&self, t: usize) -> f64 {
         // `fract()` by a truncating conversion, the same value for any step count,
         // without the call to `trunc` that a CPU without SSE4.1 makes
         let q = t as f64 / self.period;
-        let x = (q - (q as u64) as f64) * bins as f64;
-        ((x + 1e-9) as usize).min(bins - 1)
+        (q - (q as u64) as f64) * self.bins as f64
     }
 }
+
+/// How far inside a state a carried phase must be for its floor to be the state
+/// ([`Season::for_each_bin`]): ten times the most it strays, and far above the 1e-9
+/// that [`Season::bin`] adds.
+const PHASE_EDGE: f64 = 1e-6;
 
 /// Which model of the family.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -467,6 +503,31 @@ impl EtsFit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_carried_phase_gives_every_step_the_state_of_its_own_division() {
+        // periods near a whole step, long and short ones, and one that puts steps on
+        // a state's edge (23.5: every other cycle starts exactly between two states)
+        for period in [
+            2.5,
+            23.5,
+            23.7,
+            37.3,
+            1439.7,
+            10_079.9,
+            24.000_001,
+            3.000_000_1,
+        ] {
+            let season = Season::new(period).unwrap();
+            for offset in [0, 1, 1023, 1_000_003] {
+                let mut seen = Vec::new();
+                season.for_each_bin(offset, 5_000, |i, k| seen.push((i, k)));
+                let own: Vec<(usize, usize)> =
+                    (0..5_000).map(|i| (i, season.bin(offset + i))).collect();
+                assert_eq!(seen, own, "period {period}, offset {offset}");
+            }
+        }
+    }
 
     #[test]
     fn every_seasonal_state_is_the_one_the_forecast_reads() {
