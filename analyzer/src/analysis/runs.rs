@@ -25,8 +25,14 @@ impl Iterator for Runs<'_> {
     fn next(&mut self) -> Option<Range<usize>> {
         let start = self.at;
         let first = *self.y.get(start)?;
-        let (mut lo, mut hi) = (first, first);
         let mut end = start + 1;
+        if self.band == 0.0 {
+            // runs of one value, the most read: no range to keep
+            end += self.y[end..].iter().take_while(|&&v| v == first).count();
+            self.at = end;
+            return Some(start..end);
+        }
+        let (mut lo, mut hi) = (first, first);
         while let Some(&v) = self.y.get(end) {
             let (l, h) = (lo.min(v), hi.max(v));
             if h - l > self.band {
@@ -54,12 +60,30 @@ pub fn span(y: &[f64]) -> f64 {
 /// every second (NVML's per-process utilization), whose runs are all a reading or
 /// more, and say nothing about a job stopping until they last many readings.
 pub fn hold(y: &[f64]) -> usize {
-    let mut lengths: Vec<usize> = runs(y, 0.0).map(|r| r.len()).collect();
-    if lengths.is_empty() {
+    // Runs are counted by length up to `SHORT`, the longer ones kept: most series
+    // have thousands of runs and nearly all are short.
+    const SHORT: usize = 64;
+    let mut short = [0usize; SHORT + 1];
+    let mut long: Vec<usize> = Vec::new();
+    for r in runs(y, 0.0) {
+        match short.get_mut(r.len()) {
+            Some(count) => *count += 1,
+            None => long.push(r.len()),
+        }
+    }
+    let count = short.iter().sum::<usize>() + long.len();
+    if count == 0 {
         return 1;
     }
-    let quartile = lengths.len() / 4;
-    *lengths.select_nth_unstable(quartile).1
+    // the (count / 4)-th length from the shortest, as a selection would find it
+    let mut before = count / 4;
+    for (len, &c) in short.iter().enumerate() {
+        if before < c {
+            return len;
+        }
+        before -= c;
+    }
+    *long.select_nth_unstable(before).1
 }
 
 #[cfg(test)]
@@ -95,5 +119,25 @@ mod tests {
             })
             .collect();
         assert_eq!(hold(&counts), 1);
+    }
+
+    #[test]
+    fn the_hold_of_long_readings_is_the_quartile_of_their_lengths() {
+        // runs longer than those counted by length, and a mix across that length:
+        // the answer is the selection's over every run's length
+        for lengths in [
+            vec![70, 80, 90, 100, 65],
+            vec![64, 65, 3, 200, 64, 1, 90, 66],
+            vec![1000],
+        ] {
+            let y: Vec<f64> = lengths
+                .iter()
+                .enumerate()
+                .flat_map(|(k, &len)| std::iter::repeat_n(k as f64, len))
+                .collect();
+            let mut sorted = lengths.clone();
+            sorted.sort_unstable();
+            assert_eq!(hold(&y), sorted[lengths.len() / 4], "{lengths:?}");
+        }
     }
 }
