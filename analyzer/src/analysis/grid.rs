@@ -108,9 +108,8 @@ fn bin_and_split(sorted: &[(f64, f64)], t0: f64, step: f64, max_fill: usize) -> 
     let mut values: Vec<f64> = Vec::with_capacity(sorted.len());
     let mut cell = i64::MIN;
     let (mut mean, mut count) = (0.0, 0u32);
-    let per_step = 1.0 / step;
     for &(t, v) in sorted {
-        let c = cell_of(t - t0, step, per_step);
+        let c = round_to_cell((t - t0) / step);
         if c == cell {
             count += 1;
             // A running mean, each term divided before the subtraction: a sum (or
@@ -146,29 +145,6 @@ fn bin_and_split(sorted: &[(f64, f64)], t0: f64, step: f64, max_fill: usize) -> 
         values,
     });
     out
-}
-
-/// How near a half a cell offset found by multiplication must be for the division to
-/// decide ([`cell_of`]): far above the 4e-9 by which the product and the quotient can
-/// differ below [`MAX_GRID_CELLS`] (each within 2^-53 relative of the true offset).
-const HALF_CELL_EDGE: f64 = 1e-6;
-
-/// `round_to_cell(dt / step)`, by a multiplication with `per_step = 1 / step`: the
-/// division waits on the previous ones for every sample, the multiplication does not,
-/// and the two round alike except within [`HALF_CELL_EDGE`] of a half, where the
-/// division is made.
-fn cell_of(dt: f64, step: f64, per_step: f64) -> i64 {
-    let x = dt * per_step;
-    let whole = x as i64;
-    let fraction = x - whole as f64;
-    // from a half: at most 0.5 for a finite product; infinite or NaN otherwise (a
-    // step whose inverse overflows), which the division decides too
-    let from_half = (fraction.abs() - 0.5).abs();
-    if from_half > HALF_CELL_EDGE && from_half <= 0.5 {
-        whole + (fraction >= 0.5) as i64 - (fraction <= -0.5) as i64
-    } else {
-        round_to_cell(dt / step)
-    }
 }
 
 /// `x.round() as i64` for the cell offsets [`segments`] allows (below
@@ -246,26 +222,6 @@ mod tests {
         ];
         for x in offsets.into_iter().flat_map(|x| [x, -x]) {
             assert_eq!(round_to_cell(x), x.round() as i64, "{x}");
-        }
-    }
-
-    #[test]
-    fn a_cell_by_multiplication_is_the_cell_by_division() {
-        // steps whose inverse is inexact, offsets on, beside and halfway between
-        // cells, near the largest grid, and a zero offset at a step whose inverse
-        // overflows (0 times infinity: the division decides)
-        for step in [15.0, 60.0, 3600.0, 0.1, 7.0, 1e-3, 86_400.0 / 7.0, 1e-310] {
-            let per_step = 1.0 / step;
-            for k in [0.0, 1.0, 3.0, 21.0, 1e3, 4_999_999.0] {
-                for off in [0.0, 0.5, -0.5, 0.499_999_9, 0.500_000_1, 1e-12, 0.25] {
-                    let dt = (k + off) * step;
-                    assert_eq!(
-                        cell_of(dt, step, per_step),
-                        round_to_cell(dt / step),
-                        "step {step}, offset {k} + {off}"
-                    );
-                }
-            }
         }
     }
 
