@@ -27,7 +27,8 @@ impl Iterator for Runs<'_> {
         let first = *self.y.get(start)?;
         let mut end = start + 1;
         if self.band == 0.0 {
-            // runs of one value, the most read: no range to keep
+            // runs of one value, the most read: equal values are the runs the range
+            // rule finds among numbers (sources drop NaN), without keeping the range
             end += self.y[end..].iter().take_while(|&&v| v == first).count();
             self.at = end;
             return Some(start..end);

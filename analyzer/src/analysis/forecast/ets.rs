@@ -60,7 +60,7 @@ impl Season {
 
     /// Calls `f(i, k)` for i in 0..n with the state `k` of step `offset + i`, that of
     /// [`Season::bin`], without a division per step: a counter for a whole number of
-    /// steps, a carried phase otherwise; two loops, so neither tests which it is per step.
+    /// steps, a product otherwise; two loops, so neither tests which it is per step.
     pub fn for_each_bin(&self, offset: usize, n: usize, mut f: impl FnMut(usize, usize)) {
         let m = self.bins;
         if self.period.fract() == 0.0 {
@@ -78,7 +78,7 @@ impl Season {
     /// the position at the last of every 1,024th step, divided as in [`Season::phase`],
     /// plus the steps since times `1 / period`: each step's own, with no division and no
     /// chain from step to step. It differs from the division's by rounding only, by
-    /// below 1e-8 of a state for any grid (each term within 2^-52 relative, positions
+    /// below 2e-8 of a state on any grid (each term within 2^-52 relative, positions
     /// below 5e6 steps). Its floor is `bin`'s wherever it is more than [`PHASE_EDGE`]
     /// inside a state; nearer an edge, `bin` decides.
     fn for_each_fractional_bin(&self, offset: usize, n: usize, mut f: impl FnMut(usize, usize)) {
