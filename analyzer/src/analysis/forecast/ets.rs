@@ -165,28 +165,11 @@ struct Params {
 }
 
 /// State at some time: level, slope and the seasonal values by phase bin.
-#[derive(Debug, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 struct State {
     level: f64,
     slope: f64,
     season: Vec<f64>,
-}
-
-impl Clone for State {
-    fn clone(&self) -> Self {
-        State {
-            level: self.level,
-            slope: self.slope,
-            season: self.season.clone(),
-        }
-    }
-
-    /// In place, keeping the seasonal states' allocation (the derived one would not).
-    fn clone_from(&mut self, source: &Self) {
-        self.level = source.level;
-        self.slope = source.slope;
-        self.season.clone_from(&source.season);
-    }
 }
 
 /// A model with its fitted smoothing parameters, to be run over any window: the
@@ -433,11 +416,8 @@ pub fn optimise(
     let near = near.map(|m| &m.params);
     let start = y.len().saturating_sub(OPTIMISE_POINTS);
     let opt_init = decomposition.state_before(start, spec.trend);
-    // one state for every evaluation, restarted in place: a clone would allocate the
-    // seasonal states (1,440 at one minute) each time
-    let mut st = opt_init.clone();
     let mut objective = |u: &[f64]| {
-        st.clone_from(&opt_init);
+        let mut st = opt_init.clone();
         filter(
             &y[start..],
             start,
