@@ -88,7 +88,25 @@ pub fn segments(
     if cells.is_nan() || cells >= MAX_GRID_CELLS as f64 {
         return Err(GridError::TooManyCells { cells, step });
     }
+    if let Some(segment) = regular(&sorted, step) {
+        return Ok(vec![segment]);
+    }
     Ok(bin_and_split(&sorted, t0, step, max_fill_steps))
+}
+
+/// The points as one segment where each is exactly `step` after the one before, as a
+/// range query returns them: each then has a cell of its own and no gap is filled, so
+/// [`bin_and_split`] would give these values, at several times the cost. For positive
+/// times within a factor of two of each other every difference is exact (Sterbenz), so
+/// each time is a whole number of steps from the first, and its cell is that number.
+fn regular(sorted: &[(f64, f64)], step: f64) -> Option<Segment> {
+    let (t0, last) = (sorted.first()?.0, sorted.last()?.0);
+    let exact = t0 > 0.0 && last <= 2.0 * t0;
+    (exact && sorted.windows(2).all(|w| w[1].0 - w[0].0 == step)).then(|| Segment {
+        start: t0,
+        step,
+        values: sorted.iter().map(|p| p.1).collect(),
+    })
 }
 
 fn sorted_points(points: &[(f64, f64)]) -> std::borrow::Cow<'_, [(f64, f64)]> {
@@ -222,6 +240,37 @@ mod tests {
         ];
         for x in offsets.into_iter().flat_map(|x| [x, -x]) {
             assert_eq!(round_to_cell(x), x.round() as i64, "{x}");
+        }
+    }
+
+    #[test]
+    fn evenly_spaced_points_give_what_binning_gives() {
+        // (first time, step, whether every difference is exactly the step and the
+        // shortcut applies): steps that are binary fractions and ones that are not,
+        // times near now and near zero (where binning must decide)
+        for (t0, step, shortcut) in [
+            (1.7e9, 15.0, true),
+            (1.7e9 + 0.5, 0.25, true),
+            (1024.0, 0.125, true),
+            (1.7e9 + 0.1, 0.1, false),
+            (1_764_000_000.123, 1.0 / 3.0, false),
+            (3.0, 0.7, false),
+            (0.0, 0.7, false),
+            (1.0, 1.0, false),
+            (1e-300, 1e-301, false),
+        ] {
+            let mut pts = vec![(t0, 1.0)];
+            for i in 1..5_000 {
+                let t = pts[i - 1].0 + step;
+                pts.push((t, (i as f64 * 0.37).sin()));
+            }
+            let binned = bin_and_split(&pts, t0, step, 10);
+            assert_eq!(
+                segments(&pts, Some(step), 10).unwrap(),
+                binned,
+                "{t0} {step}"
+            );
+            assert_eq!(regular(&pts, step).is_some(), shortcut, "{t0} {step}");
         }
     }
 
