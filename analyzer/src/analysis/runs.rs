@@ -13,6 +13,7 @@ pub fn runs(y: &[f64], band: f64) -> Runs<'_> {
 }
 
 /// Iterator over the runs of a series (see [`runs`]).
+#[derive(Clone)]
 pub struct Runs<'a> {
     y: &'a [f64],
     band: f64,

@@ -8,6 +8,7 @@ use super::linear::explained_share;
 use super::memo::Memo;
 use super::paused;
 use super::pinned::{chance_run_of_readings, MIN_RUN};
+use super::spikes::{from_order_key, large_step, large_step_from_top, order_key};
 use crate::analysis::runs::runs;
 
 /// A one-step change of more than this many large steps is a break. A large step is the
@@ -28,15 +29,97 @@ pub fn trend_data(y: &[f64], h: usize) -> Option<&[f64]> {
     carries_trend(segment, h).then_some(segment)
 }
 
-/// Where the current regimes of prefixes start, found once per prefix length and
-/// shared by the candidates (each forecasts from the same origins).
+/// Where the current regimes of prefixes of one series start, found once per prefix
+/// length and shared by the candidates (each forecasts from the same origins).
 #[derive(Debug, Default)]
-pub struct Regimes(Memo<usize, usize>);
+pub struct Regimes {
+    starts: Memo<usize, usize>,
+    steps: Option<SeriesSteps>,
+}
 
 impl Regimes {
+    /// The regimes of prefixes of `series`, its large steps and long runs found once
+    /// for all of them.
+    pub fn of(series: &[f64]) -> Self {
+        Regimes {
+            starts: Memo::default(),
+            steps: Some(SeriesSteps::of(series)),
+        }
+    }
+
     /// The part of `y` (a prefix of the series) after its last break.
     pub fn current<'a>(&self, y: &'a [f64]) -> &'a [f64] {
-        &y[self.0.get_or(y.len(), || regime_start(y))..]
+        let start = self.starts.get_or(y.len(), || {
+            self.steps
+                .as_ref()
+                .and_then(|s| s.regime_start(y))
+                .unwrap_or_else(|| regime_start(y))
+        });
+        &y[start..]
+    }
+}
+
+/// A series keeps one in this many of its steps, the largest, for its prefixes' large
+/// steps: the 1% above [`large_step`], and room for the largest of the steps that the
+/// prefixes leave out. A prefix whose large step is not among them is read from the
+/// start.
+const LARGEST_SHARE: usize = 25;
+
+/// What [`regime_start`] reads of a series, found once for all of its prefixes: the
+/// validation's origins ask for the regime of each, and each asked for its large step,
+/// its jumps and its runs from the start, three passes over the data per origin.
+#[derive(Debug)]
+struct SeriesSteps {
+    series: Vec<f64>,
+    /// The largest absolute steps, `(order key, t)` for the step into `t`, largest first.
+    largest: Vec<(i64, usize)>,
+    /// The runs of one value of at least [`MIN_RUN`] steps, in order.
+    held: Vec<std::ops::Range<usize>>,
+}
+
+impl SeriesSteps {
+    fn of(series: &[f64]) -> Self {
+        let mut steps: Vec<(i64, usize)> = (1..series.len())
+            .map(|t| (order_key((series[t] - series[t - 1]).abs()), t))
+            .collect();
+        let kept = (steps.len() / LARGEST_SHARE + 1).min(steps.len());
+        if kept < steps.len() {
+            steps.select_nth_unstable_by(kept, |a, b| b.cmp(a));
+            steps.truncate(kept);
+        }
+        steps.sort_unstable_by(|a, b| b.cmp(a));
+        SeriesSteps {
+            series: series.to_vec(),
+            largest: steps,
+            held: runs(series, 0.0).filter(|r| r.len() >= MIN_RUN).collect(),
+        }
+    }
+
+    /// [`regime_start`] of `y` from what was found, or `None` where `y` is not a
+    /// prefix of the series or its large step is not among the kept steps.
+    fn regime_start(&self, y: &[f64]) -> Option<usize> {
+        let m = y.len();
+        if m < 3 {
+            return Some(0);
+        }
+        if m > self.series.len() || self.series[..m] != *y {
+            return None;
+        }
+        let mut inside = self.largest.iter().filter(|(_, t)| *t < m);
+        let (key, _) = inside.nth(large_step_from_top(m - 1) - 1)?;
+        let limit = BREAK_STEPS * from_order_key(*key);
+        let mut jumps: Vec<usize> = self
+            .largest
+            .iter()
+            .take_while(|(k, _)| k > key)
+            .filter(|(k, t)| *t < m && from_order_key(*k) > limit)
+            .map(|(_, t)| *t)
+            .collect();
+        jumps.sort_unstable_by(|a, b| b.cmp(a));
+        let jump = jumps.into_iter().find(|&t| breaks_regime(y, t, limit));
+        let held = self.held.iter().take_while(|r| r.start < m);
+        let held = held_boundary(y, held.map(|r| r.start..r.end.min(m)));
+        Some(jump.unwrap_or(0).max(held.unwrap_or(0)))
     }
 }
 
@@ -80,17 +163,18 @@ fn regime_start(y: &[f64]) -> usize {
     if y.len() < 3 {
         return 0;
     }
-    let limit = BREAK_STEPS * super::spikes::large_step(y.windows(2).map(|w| (w[1] - w[0]).abs()));
+    let limit = BREAK_STEPS * large_step(y.windows(2).map(|w| (w[1] - w[0]).abs()));
     let jump = (1..y.len())
         .rev()
-        .find(|&t| {
-            (y[t] - y[t - 1]).abs() > limit
-                && lasts(y, t, limit)
-                && !bridged(y, t)
-                && !came_back(y, t, limit)
-        })
+        .find(|&t| (y[t] - y[t - 1]).abs() > limit && breaks_regime(y, t, limit))
         .unwrap_or(0);
-    jump.max(last_held_boundary(y).unwrap_or(0))
+    jump.max(held_boundary(y, runs(y, 0.0)).unwrap_or(0))
+}
+
+/// Whether the jump into `t`, beyond `limit`, starts a regime: it lasts, and neither
+/// bridges a stop nor comes back.
+fn breaks_regime(y: &[f64], t: usize, limit: f64) -> bool {
+    lasts(y, t, limit) && !bridged(y, t) && !came_back(y, t, limit)
 }
 
 /// Points on each side of a jump whose medians tell a lasting change from a burst.
@@ -150,32 +234,95 @@ fn came_back(y: &[f64], t: usize, limit: f64) -> bool {
 /// than the flat top of every cycle (a GPU at exactly 100% through each step burst).
 pub const HELD_SHARE: usize = 50;
 
-/// The last boundary of a run of equal values long enough not to happen by chance
+/// The last boundary, among `runs` (those of `y` of one value; at least all of them
+/// [`MIN_RUN`] steps or longer), of a run of equal values long enough not to happen by chance
 /// (at least [`MIN_RUN`] steps, and [`chance_run_of_readings`]: enough of the series' usual
 /// readings) and a 1/[`HELD_SHARE`] of `y` (the first index after it ended, or where it
 /// started if it lasts to the end): a job stopped or resumed, a new regime, however
 /// small the step (a training job's dips are as deep as its fall to idle). A reading
 /// sampled every 10 s and scraped every second repeats two or three times in a row by
 /// itself, and makes runs of 20 or 30 steps that stop nothing.
-fn last_held_boundary(y: &[f64]) -> Option<usize> {
+fn held_boundary(
+    y: &[f64],
+    runs: impl Iterator<Item = std::ops::Range<usize>> + Clone,
+) -> Option<usize> {
     let shortest = MIN_RUN.max(y.len() / HELD_SHARE);
     // most series hold no run even this long: spare them the reading statistics
-    if !runs(y, 0.0).any(|r| r.len() >= shortest) {
+    if !runs.clone().any(|r| r.len() >= shortest) {
         return None;
     }
     let long = shortest.max(chance_run_of_readings(y));
-    runs(y, 0.0).filter(|r| r.len() >= long).last().map(|r| {
-        if r.end == y.len() {
-            r.start
-        } else {
-            r.end
-        }
-    })
+    runs.filter(|r| r.len() >= long)
+        .last()
+        .map(|r| if r.end == y.len() { r.start } else { r.end })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_regimes_of_prefixes_found_once_are_those_found_from_each() {
+        let wave = |t: usize| (t as f64 * 0.37).sin() + 0.1 * ((t * 7919) % 11) as f64;
+        let series: Vec<Vec<f64>> = vec![
+            // a ramp freed every 250 steps
+            (0..900)
+                .map(|t| 0.01 * (t % 250) as f64 + 0.01 * wave(t))
+                .collect(),
+            // a level shift, a burst that comes back, a stop of 80 steps at 0
+            (0..900)
+                .map(|t| match t {
+                    300..=304 => 40.0,
+                    500..=579 => 0.0,
+                    _ if t > 650 => 20.0 + wave(t),
+                    _ => 10.0 + wave(t),
+                })
+                .collect(),
+            // held at 100 with rare dips, the last hold lasting to the end
+            (0..900)
+                .map(|t| {
+                    if t % 97 == 0 || (700..760).contains(&t) {
+                        60.0
+                    } else {
+                        100.0
+                    }
+                })
+                .collect(),
+            // a job stopped at its mean for 100 steps, then going on as before
+            (0..900)
+                .map(|t| {
+                    if (400..500).contains(&t) {
+                        0.5
+                    } else {
+                        wave(t)
+                    }
+                })
+                .collect(),
+            // calm, then steps far larger than any before: the prefixes' large steps
+            // are not among the series' largest
+            (0..900)
+                .map(|t| if t < 600 { wave(t) } else { 1e3 * wave(t) })
+                .collect(),
+        ];
+        let mut found_again = 0;
+        for y in &series {
+            let regimes = Regimes::of(y);
+            for m in 0..=y.len() {
+                let want = since_last_break(&y[..m]).len();
+                assert_eq!(regimes.current(&y[..m]).len(), want, "prefix {m}");
+            }
+            let steps = SeriesSteps::of(y);
+            found_again += (3..y.len())
+                .filter(|&m| steps.regime_start(&y[..m]).is_none())
+                .count();
+            let other: Vec<f64> = y.iter().map(|v| v + 1.0).collect();
+            assert_eq!(steps.regime_start(&other[..500]), None, "not a prefix");
+        }
+        assert!(
+            found_again > 0,
+            "some prefixes' large steps are beyond the kept ones"
+        );
+    }
 
     #[test]
     fn a_reset_starts_the_segment_and_ordinary_steps_do_not() {

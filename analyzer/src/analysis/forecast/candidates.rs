@@ -500,7 +500,7 @@ pub fn build(
     recent: usize,
 ) -> Vec<Box<dyn Candidate>> {
     let mut out: Vec<Box<dyn Candidate>> = vec![Box::new(Naive)];
-    let regimes = Arc::new(Regimes::default());
+    let regimes = Arc::new(Regimes::of(train));
     for s in seasons {
         out.push(Box::new(SeasonalNaive(*s, Some(regimes.clone()))));
     }

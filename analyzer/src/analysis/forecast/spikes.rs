@@ -88,6 +88,11 @@ pub(super) fn large_step(sizes: impl ExactSizeIterator<Item = f64>) -> f64 {
     ranked(sizes, p99(n))
 }
 
+/// Where [`large_step`] of `n` sizes sits counted from the largest (1: the largest).
+pub(super) fn large_step_from_top(n: usize) -> usize {
+    n - p99(n)
+}
+
 /// The value at `rank` (from 0, ascending by `total_cmp`) of the `values`, for a rank
 /// near the top: only the values from it up are kept, in a heap whose least is the
 /// answer so far, so a percentile costs one comparison for most values instead of a
@@ -112,12 +117,12 @@ fn ranked(values: impl ExactSizeIterator<Item = f64>, rank: usize) -> f64 {
 }
 
 /// An integer that orders as [`f64::total_cmp`] orders the floats.
-fn order_key(v: f64) -> i64 {
+pub(super) fn order_key(v: f64) -> i64 {
     flip(v.to_bits() as i64)
 }
 
 /// The float of an [`order_key`].
-fn from_order_key(key: i64) -> f64 {
+pub(super) fn from_order_key(key: i64) -> f64 {
     f64::from_bits(flip(key) as u64)
 }
 
