@@ -484,8 +484,8 @@ impl Candidate for Decomposed {
     }
 }
 
-/// The candidates for `train` (scaled to ±1) with `seasons` (each fits twice in
-/// `train`): naive, seasonal-naive and the seasonal median (each [`Lookback`]) per
+/// The candidates for `train` (scaled to ±1), the first part of `series`, whose
+/// prefixes they forecast from, with `seasons` (each fits twice in `train`): naive, seasonal-naive and the seasonal median (each [`Lookback`]) per
 /// season, the median of the last `recent` values, the line, ETS with the `dominant`
 /// season and trend none / damped (or with none and trend none / additive / damped),
 /// and with any of the `decomposed`
@@ -494,13 +494,14 @@ impl Candidate for Decomposed {
 /// the level, in logs.
 pub fn build(
     train: &[f64],
+    series: &[f64],
     seasons: &[Season],
     decomposed: &[Season],
     dominant: Option<Season>,
     recent: usize,
 ) -> Vec<Box<dyn Candidate>> {
     let mut out: Vec<Box<dyn Candidate>> = vec![Box::new(Naive)];
-    let regimes = Arc::new(Regimes::of(train));
+    let regimes = Arc::new(Regimes::of(series));
     for s in seasons {
         out.push(Box::new(SeasonalNaive(*s, Some(regimes.clone()))));
     }
@@ -641,7 +642,7 @@ mod tests {
             .collect();
         let day = Season::new(24.0).unwrap();
         let names = |dominant| -> Vec<String> {
-            build(&y, &[day], &[], dominant, 48)
+            build(&y, &y, &[day], &[], dominant, 48)
                 .iter()
                 .map(|c| c.name())
                 .collect()
@@ -664,7 +665,7 @@ mod tests {
             .collect();
         let ramp: Vec<f64> = (0..100).map(|i| 0.5 * i as f64 + noise(i)).collect();
         let trends = ["linear", "ets(A,A,N)", "ets(A,Ad,N)"];
-        for c in build(&excursion, &[], &[], None, 48) {
+        for c in build(&excursion, &excursion, &[], &[], None, 48) {
             if trends.contains(&c.name().as_str()) {
                 let last = excursion[99];
                 let p = c.forecast(&excursion, 150).point;
