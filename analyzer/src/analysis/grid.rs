@@ -96,14 +96,16 @@ pub fn segments(
 
 /// The points as one segment where each is exactly `step` after the one before, as a
 /// range query returns them: each then has a cell of its own and no gap is filled, so
-/// [`bin_and_split`] would give these values, at several times the cost. For positive
-/// times within a factor of two of each other every difference is exact (Sterbenz), so
-/// each time is a whole number of steps from the first, and its cell is that number.
+/// [`bin_and_split`] would give these values, at several times the cost. Each time is
+/// then a whole number of steps from the first, and its cell is that number: for
+/// positive times within a factor of two of each other every difference is exact
+/// (Sterbenz); from 0, each time is at least a step, so it and the next one are.
 fn regular(sorted: &[(f64, f64)], step: f64) -> Option<Segment> {
     let (t0, last) = (sorted.first()?.0, sorted.last()?.0);
-    let exact = t0 > 0.0 && last <= 2.0 * t0;
+    let exact = t0 == 0.0 || (t0 > 0.0 && last <= 2.0 * t0);
     (exact && sorted.windows(2).all(|w| w[1].0 - w[0].0 == step)).then(|| Segment {
-        start: t0,
+        // as binning writes it: -0 becomes 0
+        start: t0 + 0.0,
         step,
         values: sorted.iter().map(|p| p.1).collect(),
     })
@@ -256,6 +258,8 @@ mod tests {
             (1_764_000_000.123, 1.0 / 3.0, false),
             (3.0, 0.7, false),
             (0.0, 0.7, false),
+            (0.0, 15.0, true),
+            (-0.0, 0.25, true),
             (1.0, 1.0, false),
             (1e-300, 1e-301, false),
         ] {
