@@ -249,7 +249,7 @@ mod tests {
     fn evenly_spaced_points_give_what_binning_gives() {
         // (first time, step, whether every difference is exactly the step and the
         // shortcut applies): steps that are binary fractions and ones that are not,
-        // times near now and near zero (where binning must decide)
+        // times near now, from 0 and -0, and near zero (where binning must decide)
         for (t0, step, shortcut) in [
             (1.7e9, 15.0, true),
             (1.7e9 + 0.5, 0.25, true),

@@ -484,22 +484,23 @@ impl Candidate for Decomposed {
     }
 }
 
-/// The candidates for `train` (scaled to ±1), the first part of `series`, whose
-/// prefixes they forecast from, with `seasons` (each fits twice in `train`): naive, seasonal-naive and the seasonal median (each [`Lookback`]) per
-/// season, the median of the last `recent` values, the line, ETS with the `dominant`
+/// The candidates fitted to the first `train_len` steps of `series` (scaled to ±1),
+/// to forecast from its prefixes, with `seasons` (each fits twice in that part):
+/// naive, seasonal-naive and the seasonal median (each [`Lookback`]) per season, the median of the last `recent` values, the line, ETS with the `dominant`
 /// season and trend none / damped (or with none and trend none / additive / damped),
 /// and with any of the `decomposed`
 /// seasons (a subset of `seasons`) the decomposition by all of those with ETS(A,N,N),
 /// Theta or AR(1) on the rest ([`Rest`]), additive and, where the swing scales with
 /// the level, in logs.
 pub fn build(
-    train: &[f64],
     series: &[f64],
+    train_len: usize,
     seasons: &[Season],
     decomposed: &[Season],
     dominant: Option<Season>,
     recent: usize,
 ) -> Vec<Box<dyn Candidate>> {
+    let train = &series[..train_len];
     let mut out: Vec<Box<dyn Candidate>> = vec![Box::new(Naive)];
     let regimes = Arc::new(Regimes::of(series));
     for s in seasons {
@@ -642,7 +643,7 @@ mod tests {
             .collect();
         let day = Season::new(24.0).unwrap();
         let names = |dominant| -> Vec<String> {
-            build(&y, &y, &[day], &[], dominant, 48)
+            build(&y, y.len(), &[day], &[], dominant, 48)
                 .iter()
                 .map(|c| c.name())
                 .collect()
@@ -665,7 +666,7 @@ mod tests {
             .collect();
         let ramp: Vec<f64> = (0..100).map(|i| 0.5 * i as f64 + noise(i)).collect();
         let trends = ["linear", "ets(A,A,N)", "ets(A,Ad,N)"];
-        for c in build(&excursion, &excursion, &[], &[], None, 48) {
+        for c in build(&excursion, excursion.len(), &[], &[], None, 48) {
             if trends.contains(&c.name().as_str()) {
                 let last = excursion[99];
                 let p = c.forecast(&excursion, 150).point;

@@ -212,7 +212,7 @@ mod tests {
 
     /// The additive decomposition built beside the log one for `train`.
     fn additive_decomposition(train: &[f64], day: &[Season]) -> Box<dyn Candidate> {
-        super::super::candidates::build(train, train, day, day, Some(day[0]), 48)
+        super::super::candidates::build(train, train.len(), day, day, Some(day[0]), 48)
             .into_iter()
             .find(|c| c.name() == "mstl(24)+ets(A,N,N)")
             .expect("the additive decomposition")

@@ -160,7 +160,14 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let all: Vec<Box<dyn Candidate>> = if pinned {
         vec![Box::new(candidates::Naive)]
     } else {
-        candidates::build(train, y, &seasons, &decomposed, dominant, origins.steps)
+        candidates::build(
+            y,
+            train.len(),
+            &seasons,
+            &decomposed,
+            dominant,
+            origins.steps,
+        )
     };
     let choice = validation::choose(y, observed, &all, &origins, &post);
     let hedged = !pinned && hedge::worth_it(y, &choice, &origins, &post);
@@ -577,7 +584,14 @@ mod tests {
         for (k, y) in series.iter().enumerate() {
             let (origins, seasons) = plan(y.len(), 48, &[season]).unwrap();
             let train = &y[..origins.at[0]];
-            let all = candidates::build(train, y, &seasons, &seasons, seasons.first().copied(), 48);
+            let all = candidates::build(
+                y,
+                train.len(),
+                &seasons,
+                &seasons,
+                seasons.first().copied(),
+                48,
+            );
             let choice = validation::choose(y, y, &all, &origins, &|_| {});
             for (i, c) in all.iter().enumerate() {
                 if c.name().starts_with("snaive") {
