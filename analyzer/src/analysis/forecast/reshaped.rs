@@ -264,10 +264,27 @@ impl Cycles<'_> {
     fn usual(&self, len: usize, like: Likeness) -> Option<f64> {
         let end = self.y.len();
         let skip = self.skip();
-        let references: Vec<f64> = (1..)
-            .map_while(|j| end.checked_sub(j * self.p))
-            .map_while(|e| self.nearest(len, e, skip, like))
-            .collect();
+        let references: Vec<f64> = if let Likeness::Shape = like {
+            // Each stretch is compared with up to LOOKBACK others: centred once.
+            let stretches: Vec<Centred> = (0..)
+                .map_while(|i| end.checked_sub(i * self.p))
+                .map_while(|e| self.y.get(e.checked_sub(len)?..e))
+                .map(Centred::of)
+                .collect();
+            (1..)
+                .map_while(|j| {
+                    let now = stretches.get(j)?;
+                    (skip..skip + LOOKBACK)
+                        .map_while(|k| Some(now.unexplained_by(stretches.get(j + k)?)))
+                        .min_by(f64::total_cmp)
+                })
+                .collect()
+        } else {
+            (1..)
+                .map_while(|j| end.checked_sub(j * self.p))
+                .map_while(|e| self.nearest(len, e, skip, like))
+                .collect()
+        };
         (references.len() >= MIN_REFERENCES).then(|| super::candidates::median(references))
     }
 
@@ -293,29 +310,52 @@ impl Cycles<'_> {
 /// below zero): 0 for the same shape at any level and size, about 1 for an unrelated
 /// one. 0 for a constant `now`, which has no shape.
 fn unexplained(now: &[f64], then: &[f64]) -> f64 {
-    let centred = |v: &[f64]| {
+    Centred::of(now).unexplained_by(&Centred::of(then))
+}
+
+/// A stretch less its mean, with the sums [`unexplained`] reads of it.
+struct Centred {
+    values: Vec<f64>,
+    /// Σ of the squared values.
+    energy: f64,
+    /// Σ of the absolute values.
+    swing: f64,
+}
+
+impl Centred {
+    fn of(v: &[f64]) -> Centred {
         let mean = v.iter().sum::<f64>() / v.len() as f64;
-        v.iter().map(|x| x - mean).collect::<Vec<f64>>()
-    };
-    let (now, then) = (centred(now), centred(then));
-    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
-    let energy = dot(&then, &then);
-    let factor = if energy > 0.0 {
-        (dot(&now, &then) / energy).max(0.0)
-    } else {
-        0.0
-    };
-    let swing: f64 = now.iter().map(|x| x.abs()).sum();
-    let left: f64 = now
-        .iter()
-        .zip(&then)
-        .map(|(a, b)| (a - factor * b).abs())
-        .sum();
-    if swing > 0.0 {
-        left / swing
-    } else {
-        0.0
+        let values: Vec<f64> = v.iter().map(|x| x - mean).collect();
+        Centred {
+            energy: dot(&values, &values),
+            swing: values.iter().map(|x| x.abs()).sum(),
+            values,
+        }
     }
+
+    /// [`unexplained`] with `self` as now.
+    fn unexplained_by(&self, then: &Centred) -> f64 {
+        let factor = if then.energy > 0.0 {
+            (dot(&self.values, &then.values) / then.energy).max(0.0)
+        } else {
+            0.0
+        };
+        let left: f64 = self
+            .values
+            .iter()
+            .zip(&then.values)
+            .map(|(a, b)| (a - factor * b).abs())
+            .sum();
+        if self.swing > 0.0 {
+            left / self.swing
+        } else {
+            0.0
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
 }
 
 /// How many times larger or smaller the swing of `now` is than that of `then` (mean
