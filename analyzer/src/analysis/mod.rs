@@ -4,6 +4,7 @@
 pub mod classify;
 pub mod colocate;
 pub mod correlation;
+pub mod extent;
 pub mod findings;
 #[cfg(test)]
 pub mod fixtures;

@@ -50,9 +50,7 @@ impl Iterator for Runs<'_> {
 
 /// How far the values of `y` range: its largest less its smallest (0 when empty).
 pub fn span(y: &[f64]) -> f64 {
-    let (lo, hi) = y
-        .iter()
-        .fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    let (lo, hi) = super::extent::extent(y);
     (hi - lo).max(0.0)
 }
 

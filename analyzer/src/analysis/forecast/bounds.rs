@@ -25,8 +25,7 @@ impl Bounds {
     /// zero below when it never goes negative; otherwise none.
     pub fn of(y: &[f64]) -> Bounds {
         let n = y.len().max(1) as f64;
-        let max = y.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let min = y.iter().copied().fold(f64::INFINITY, f64::min);
+        let (min, max) = crate::analysis::extent::extent(y);
         let share = |at: f64| y.iter().filter(|v| (*v - at).abs() <= ON_LIMIT).count() as f64 / n;
         let upper = if share(max) >= SATURATED_SHARE || is_sawtooth(y) {
             max

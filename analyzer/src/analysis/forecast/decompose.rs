@@ -146,11 +146,15 @@ struct MovingAverage {
 
 impl MovingAverage {
     fn of(y: &[f64], w: usize) -> MovingAverage {
-        let mut prefix = Vec::with_capacity(y.len() + 1);
-        prefix.push(0.0);
-        for v in y {
-            prefix.push(prefix.last().copied().unwrap_or(0.0) + v);
-        }
+        // The running sum in a local, not read back from the vector: the chain of
+        // additions is then the loop's only wait.
+        let mut sum = 0.0;
+        let prefix: Vec<f64> = std::iter::once(0.0)
+            .chain(y.iter().map(|v| {
+                sum += v;
+                sum
+            }))
+            .collect();
         MovingAverage { prefix, w }
     }
 

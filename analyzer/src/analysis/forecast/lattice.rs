@@ -26,11 +26,7 @@ impl Lattice {
     /// if its range spans at most [`MAX_LEVELS`] such steps and every value lies on
     /// it. `None` for a constant series or one off any coarse lattice.
     pub fn of(y: &[f64]) -> Option<Lattice> {
-        let (lo, hi) = y
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), v| {
-                (l.min(*v), h.max(*v))
-            });
+        let (lo, hi) = crate::analysis::extent::extent(y);
         let range = hi - lo;
         if !(range > 0.0 && range.is_finite()) {
             return None;

@@ -11,19 +11,12 @@ use super::breaks::Regimes;
 use super::candidates::{Candidate, Decomposed, DecompositionCache, Path, Rest, SeasonalNaive};
 use super::decompose::Scale;
 use super::ets::Season;
+use crate::analysis::extent::extent;
 
 /// The smallest value over the largest that is taken in logs as it is: below it a few
 /// values near zero (an idle night) would dominate the profile in logs; a count that
 /// reaches zero is lifted to it first ([`log_shift`]).
 pub const MIN_RATIO: f64 = 0.01;
-
-/// The least and the largest value of `y`.
-fn extent(y: &[f64]) -> (f64, f64) {
-    y.iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(*v), hi.max(*v))
-        })
-}
 
 /// Whether `y` is positive enough to be modelled in logs: every value above zero and
 /// at least [`MIN_RATIO`] of the largest.

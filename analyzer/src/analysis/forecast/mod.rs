@@ -48,8 +48,8 @@ pub mod young;
 
 pub use threshold::{time_to_threshold, ThresholdCrossing};
 
+use crate::analysis::extent::max_abs;
 use crate::analysis::grid::{self, GridError};
-use crate::analysis::periodicity::prepare::max_abs;
 use crate::analysis::periodicity::tentative::tentative_lag;
 use crate::analysis::periodicity::{detect_on_grid, PeriodConfig};
 use crate::series::Series;

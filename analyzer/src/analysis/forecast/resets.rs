@@ -14,8 +14,7 @@ pub const MIN_RESETS: usize = 2;
 /// one-step rise exceeds [`RESET_SHARE`] of (a series that jumps up as it drops
 /// switches levels instead of resetting).
 fn climbs_gradually(y: &[f64]) -> Option<f64> {
-    let max = y.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let min = y.iter().copied().fold(f64::INFINITY, f64::min);
+    let (min, max) = crate::analysis::extent::extent(y);
     let range = max - min;
     let gradual = range > 0.0
         && range.is_finite()

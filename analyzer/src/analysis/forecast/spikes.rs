@@ -10,7 +10,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::analysis::periodicity::prepare::max_abs;
+use crate::analysis::extent::max_abs;
 
 /// A sample more than this many large steps beyond both neighbours is a spike. A large
 /// step is the 99th percentile of the absolute first differences, so excursions that

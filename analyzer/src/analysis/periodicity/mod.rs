@@ -171,10 +171,7 @@ pub fn last_peak(values: &[f64], start: f64, step: f64, period: f64) -> Option<f
     }
     let bins = bins as usize;
     // Scaled so that sums of any finite values stay finite.
-    let scale = values
-        .iter()
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, |m, v| m.max(v.abs()));
+    let scale = crate::analysis::extent::max_abs_finite(values);
     if scale == 0.0 {
         return None;
     }

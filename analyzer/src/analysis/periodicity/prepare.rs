@@ -2,6 +2,7 @@
 
 use std::ops::Range;
 
+use crate::analysis::extent::{extent, max_abs};
 use crate::analysis::runs::runs;
 
 /// Clip residuals beyond this many robust standard deviations (MAD × 1.4826).
@@ -35,11 +36,6 @@ pub fn detrend_and_clip(x: &mut [f64]) -> f64 {
     subtract_line(x);
     clip_outliers(x, CLIP_SIGMAS);
     line_and_residual_variance(x)
-}
-
-/// The largest magnitude in `x` (0 when empty).
-pub fn max_abs(x: &[f64]) -> f64 {
-    x.iter().fold(0.0f64, |a, v| a.max(v.abs()))
 }
 
 /// Subtracts the least-squares line through (index, value).
@@ -151,11 +147,7 @@ pub const STILL_BAND: f64 = 0.05;
 /// as any other (a job stopped while others keep the GPU's power at 130 W, or its
 /// clocks at their boost); busy plateaus are not stops, as each cycle has one alike.
 pub fn longest_active(x: &[f64], long: usize) -> Option<&[f64]> {
-    let (lo, hi) = x
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-            (lo.min(*v), hi.max(*v))
-        });
+    let (lo, hi) = extent(x);
     // halves first: the range of values near ±f64::MAX overflows
     let band = STILL_BAND * 2.0 * (hi / 2.0 - lo / 2.0);
     let long = long.max(1);

@@ -159,9 +159,7 @@ pub fn autocorrelation(x: &[f64]) -> Vec<f64> {
 
 /// The largest magnitude in `x` (never 0), to scale the series to ±1 before the f32 FFT.
 fn scale_of(x: &[f64]) -> f64 {
-    x.iter()
-        .fold(0.0f64, |a, v| a.max(v.abs()))
-        .max(f64::MIN_POSITIVE)
+    crate::analysis::extent::max_abs(x).max(f64::MIN_POSITIVE)
 }
 
 /// This thread's cached forward and inverse plans for length `m`.
