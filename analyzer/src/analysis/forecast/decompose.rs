@@ -148,33 +148,14 @@ impl MovingAverage {
     fn of(y: &[f64], w: usize) -> MovingAverage {
         // The running sum in a local, not read back from the vector: the chain of
         // additions is then the loop's only wait.
+        let mut prefix = Vec::with_capacity(y.len() + 1);
+        prefix.push(0.0);
         let mut sum = 0.0;
-        let prefix: Vec<f64> = std::iter::once(0.0)
-            .chain(y.iter().map(|v| {
-                sum += v;
-                sum
-            }))
-            .collect();
+        prefix.extend(y.iter().map(|v| {
+            sum += v;
+            sum
+        }));
         MovingAverage { prefix, w }
-    }
-
-    /// `y[t]` less the average at `t`, for each `t` of `over`.
-    fn less(&self, y: &[f64], over: std::ops::Range<usize>) -> Vec<f64> {
-        let (n, half) = (self.prefix.len() - 1, self.w / 2);
-        if over.start < half || over.end + self.w - half > n + 1 {
-            return over.map(|t| y[t] - self.at(t)).collect();
-        }
-        // Every window whole: the same sums and divisor as `at`, without its clamps.
-        let w = self.w as f64;
-        let (ahead, behind) = (
-            &self.prefix[over.start + self.w - half..],
-            &self.prefix[over.start - half..],
-        );
-        y[over.clone()]
-            .iter()
-            .zip(ahead.iter().zip(behind))
-            .map(|(v, (hi, lo))| v - (hi - lo) / w)
-            .collect()
     }
 
     /// The average at step `t`.
@@ -197,12 +178,9 @@ fn phase_means(
     over: std::ops::Range<usize>,
 ) -> Vec<f64> {
     let (mut sum, mut count) = (vec![0.0; m], vec![0usize; m]);
-    // The detrended values first, in a loop of their own: without the scattered sums in
-    // it, its divisions run side by side.
-    let detrended = trend.less(y, over.clone());
-    for (t, d) in over.zip(detrended) {
+    for t in over {
         let b = bins[t] as usize;
-        sum[b] += d;
+        sum[b] += y[t] - trend.at(t);
         count[b] += 1;
     }
     let mut p: Vec<f64> = sum
@@ -235,21 +213,6 @@ mod tests {
             let by_phase: Vec<f64> = y.iter().enumerate().map(|(t, v)| v - s.at(t)).collect();
             assert_eq!(s.adjust(&y), by_phase);
             assert_eq!(s.adjust(&y[..1500]), by_phase[..1500]);
-        }
-    }
-
-    #[test]
-    fn the_detrended_values_are_those_of_each_steps_average() {
-        // whole windows (the fast path) and windows cut at either end (the clamped one)
-        let y: Vec<f64> = (0..500)
-            .map(|t| (t as f64 * 0.31).sin() * 7.0 + t as f64 * 0.01)
-            .collect();
-        for w in [1, 2, 24, 25, 168] {
-            let average = MovingAverage::of(&y, w);
-            for over in [full_windows(y.len(), w), 0..y.len(), 3..400, 0..0] {
-                let each: Vec<f64> = over.clone().map(|t| y[t] - average.at(t)).collect();
-                assert_eq!(average.less(&y, over.clone()), each, "w {w}, {over:?}");
-            }
         }
     }
 
