@@ -22,6 +22,21 @@ pub enum Trend {
     Damped,
 }
 
+thread_local! {
+    /// The states of steps 0.. of the seasons asked for last. A series' decompositions
+    /// and ETS windows ask for one or two seasons' states over windows of many lengths,
+    /// and a window's states are the first of a longer window's (step t's state depends
+    /// on t alone), so each is found once per series instead of once per window.
+    static STATES: std::cell::RefCell<Vec<(Season, Vec<u32>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Seasons whose states [`STATES`] keeps.
+const CACHED_SEASONS: usize = 4;
+/// Longest window whose states are kept (a megabyte per season); longer ones are found
+/// each time.
+const CACHED_STEPS: usize = 1 << 18;
+
 /// An additive season of a possibly fractional number of steps. Its states are
 /// `round(period)` phase bins; step t uses the bin of its phase `(t / period) mod 1`,
 /// so a period of 37.3 steps stays aligned over many cycles instead of drifting by
@@ -54,6 +69,31 @@ impl Season {
 
     /// The states used at steps 0..n of the window.
     pub fn bins_of(&self, n: usize) -> Vec<u32> {
+        if n > CACHED_STEPS {
+            return self.bins_found(n);
+        }
+        STATES.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            let at = match cache.iter().position(|(s, _)| s == self) {
+                Some(at) => at,
+                None => {
+                    if cache.len() == CACHED_SEASONS {
+                        cache.remove(0);
+                    }
+                    cache.push((*self, Vec::new()));
+                    cache.len() - 1
+                }
+            };
+            let states = &mut cache[at].1;
+            if states.len() < n {
+                *states = self.bins_found(n);
+            }
+            states[..n].to_vec()
+        })
+    }
+
+    /// [`Season::bins_of`], found step by step.
+    fn bins_found(&self, n: usize) -> Vec<u32> {
         let mut bins = Vec::with_capacity(n);
         self.for_each_bin(0, n, |_, k| bins.push(k as u32));
         bins
@@ -641,6 +681,28 @@ mod tests {
                 "{p:?}"
             );
         }
+    }
+
+    #[test]
+    fn the_states_kept_from_a_longer_window_are_the_shorter_windows_own() {
+        // windows short and long, seasons whole and fractional, more seasons than are
+        // kept (each evicted and found again), and one window too long to keep
+        let seasons: Vec<Season> = [24.0, 37.3, 1440.0, 167.9, 12.5, 60.0]
+            .iter()
+            .map(|&p| Season::new(p).unwrap())
+            .collect();
+        for n in [100, 5000, 2047, 3000, 1, 0, 9000, 1025] {
+            for s in &seasons {
+                let each: Vec<u32> = (0..n).map(|t| s.bin(t) as u32).collect();
+                assert_eq!(s.bins_of(n), each, "period {}, {n} steps", s.period());
+            }
+        }
+        let long = CACHED_STEPS + 3;
+        assert_eq!(seasons[1].bins_of(long), seasons[1].bins_found(long));
+        assert_eq!(
+            seasons[1].bins_of(10)[..],
+            seasons[1].bins_found(long)[..10]
+        );
     }
 
     #[test]
