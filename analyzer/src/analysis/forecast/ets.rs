@@ -26,7 +26,8 @@ thread_local! {
     /// The states of steps 0.. of the seasons asked for last. A series' decompositions
     /// and ETS windows ask for one or two seasons' states over windows of many lengths,
     /// and a window's states are the first of a longer window's (step t's state depends
-    /// on t alone), so each is found once per series instead of once per window.
+    /// on t alone: `for_each_bin` gives `bin`'s state from any offset), so each is found
+    /// once per series instead of once per window.
     static STATES: std::cell::RefCell<Vec<(Season, Vec<u32>)>> =
         const { std::cell::RefCell::new(Vec::new()) };
 }
@@ -85,8 +86,11 @@ impl Season {
                 }
             };
             let states = &mut cache[at].1;
-            if states.len() < n {
-                *states = self.bins_found(n);
+            let known = states.len();
+            if known < n {
+                // windows come shortest first (the earliest origin's): extended, not
+                // found again
+                self.for_each_bin(known, n - known, |_, k| states.push(k as u32));
             }
             states[..n].to_vec()
         })
