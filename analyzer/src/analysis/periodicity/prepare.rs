@@ -175,16 +175,21 @@ pub const LONE_FACTOR: usize = 2;
 
 /// The stretches of `x` at or below `ceiling` at least `long` steps.
 fn idle_stretches(x: &[f64], ceiling: f64, long: usize) -> Vec<Range<usize>> {
-    let idle = |v: &f64| *v <= ceiling;
+    let long = long.max(1);
     let mut out = Vec::new();
-    let mut start = 0;
-    while start < x.len() {
-        let is_idle = idle(&x[start]);
-        let end = start + x[start..].iter().take_while(|v| idle(v) == is_idle).count();
-        if is_idle && end - start >= long {
-            out.push(start..end);
+    // The length of the idle stretch so far, kept without a branch on each value: a
+    // noisy series crosses the ceiling at random, and a branch there is mispredicted
+    // about every other step. Only the rare end of a long stretch branches.
+    let mut len = 0usize;
+    for (i, v) in x.iter().enumerate() {
+        let idle = usize::from(*v <= ceiling);
+        if (len >= long) & (idle == 0) {
+            out.push(i - len..i);
         }
-        start = end;
+        len = (len + 1) * idle;
+    }
+    if len >= long {
+        out.push(x.len() - len..x.len());
     }
     out
 }
@@ -258,6 +263,46 @@ pub fn hann(i: usize, n: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_stretches_are_the_runs_at_or_below_the_ceiling_long_enough() {
+        // each maximal run below the ceiling, read run by run
+        let by_runs = |x: &[f64], ceiling: f64, long: usize| {
+            let (mut out, mut start) = (Vec::new(), 0);
+            while start < x.len() {
+                let idle = x[start] <= ceiling;
+                let len = x[start..]
+                    .iter()
+                    .take_while(|v| (**v <= ceiling) == idle)
+                    .count();
+                if idle && len >= long.max(1) {
+                    out.push(start..start + len);
+                }
+                start += len;
+            }
+            out
+        };
+        let patterns: Vec<Vec<f64>> = vec![
+            vec![],
+            vec![0.0; 7],
+            vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0],
+            (0..500).map(|i| ((i * 7919) % 13) as f64 / 12.0).collect(),
+            (0..300)
+                .map(|i| if (i / 17) % 3 == 0 { 0.01 } else { f64::NAN })
+                .collect(),
+        ];
+        for x in &patterns {
+            for long in [0, 1, 2, 3, 16] {
+                for ceiling in [0.0, 0.2, 0.5] {
+                    assert_eq!(
+                        idle_stretches(x, ceiling, long),
+                        by_runs(x, ceiling, long),
+                        "{long} {ceiling} {x:?}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn idle_stretches_at_the_floor_split_and_busy_plateaus_stay() {
