@@ -6,11 +6,11 @@
 //! origins costs a pass over the data each, not an optimisation each. Adding a model
 //! is one `impl` and one line in [`build`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::breaks::{carries_line, carries_trend, shorter, Regimes, MIN_SEGMENT};
 use super::decay::decay;
-use super::decompose::{Scale, Seasonals};
+use super::decompose::{Growing, Scale, Seasonals};
 use super::ets::{self, EtsModel, EtsSpec, Season, Trend};
 use super::linear::{least_squares_line, LinearFit};
 use super::logscale::LogDecomposed;
@@ -338,8 +338,9 @@ impl Candidate for Ets {
 
 /// Decompositions by prefix length, shared by the candidates that decompose the same
 /// way, so that each origin is decomposed once; the prefixes' regimes are shared with
-/// every candidate.
-pub struct DecompositionCache(Memo<usize, Arc<Split>>, Arc<Regimes>, Scale);
+/// every candidate. The origins come earliest first, and a profile's sums are carried
+/// from one to the next ([`Growing`]).
+pub struct DecompositionCache(Memo<usize, Arc<Split>>, Arc<Regimes>, Scale, Mutex<Growing>);
 
 /// A decomposition and the series adjusted by it.
 type Split = (Seasonals, Vec<f64>);
@@ -347,7 +348,7 @@ type Split = (Seasonals, Vec<f64>);
 impl DecompositionCache {
     /// An empty cache for prefixes whose regimes are `regimes`, decomposed on `scale`.
     pub fn new(regimes: Arc<Regimes>, scale: Scale) -> Self {
-        Self(Memo::default(), regimes, scale)
+        Self(Memo::default(), regimes, scale, Mutex::default())
     }
 
     /// The seasonals of `y` (of its part since the last break, where that holds three of
@@ -355,7 +356,8 @@ impl DecompositionCache {
     fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
         self.0.get_or(y.len(), || {
             let y = self.2.of(profile_part(&self.1, y, seasons));
-            let seasonals = Seasonals::of(&y, seasons);
+            let mut growing = self.3.lock().unwrap_or_else(|e| e.into_inner());
+            let seasonals = Seasonals::of_growing(&y, seasons, &mut growing);
             let adjusted = seasonals.adjust(&y);
             Arc::new((seasonals, adjusted))
         })

@@ -89,6 +89,30 @@ impl Seasonals {
         }
     }
 
+    /// [`Seasonals::of`], continuing `growing`'s sums where `y` extends the values they
+    /// were taken over (a later origin's prefix of the same part of a series): with one
+    /// season the profile's sums take the same values in the same order either way, so
+    /// only the new steps are read.
+    pub fn of_growing(y: &[f64], seasons: &[Season], growing: &mut Growing) -> Seasonals {
+        let [season] = seasons else {
+            return Seasonals::of(y, seasons);
+        };
+        let n = y.len();
+        let w = season.bins();
+        let over = full_windows(n, w);
+        if over.start == 0 {
+            // too short for whole windows: every step, each average cut by the end
+            return Seasonals::of(y, seasons);
+        }
+        let bins = season.bins_of(n);
+        let profile = growing.profile(y, *season, &bins, over);
+        Seasonals {
+            seasons: vec![(*season, profile)],
+            len: n,
+            bins: vec![bins],
+        }
+    }
+
     /// The seasonal sum at step `t` of the window (t ≥ len extrapolates).
     pub fn at(&self, t: usize) -> f64 {
         self.seasons.iter().map(|(s, p)| p[s.bin(t)]).sum()
@@ -139,6 +163,7 @@ pub(super) fn centred_average(y: &[f64], w: usize) -> Vec<f64> {
 
 /// Centred moving average of width `w` (shrinking at the ends), read step by step
 /// from prefix sums: the profile reads it only over the full windows.
+#[derive(Debug, Default)]
 struct MovingAverage {
     prefix: Vec<f64>,
     w: usize,
@@ -146,16 +171,26 @@ struct MovingAverage {
 
 impl MovingAverage {
     fn of(y: &[f64], w: usize) -> MovingAverage {
+        let mut average = MovingAverage {
+            prefix: Vec::with_capacity(y.len() + 1),
+            w,
+        };
+        average.extend(y);
+        average
+    }
+
+    /// The average of the values so far and then `more`.
+    fn extend(&mut self, more: &[f64]) {
+        if self.prefix.is_empty() {
+            self.prefix.push(0.0);
+        }
         // The running sum in a local, not read back from the vector: the chain of
         // additions is then the loop's only wait.
-        let mut prefix = Vec::with_capacity(y.len() + 1);
-        prefix.push(0.0);
-        let mut sum = 0.0;
-        prefix.extend(y.iter().map(|v| {
+        let mut sum = *self.prefix.last().unwrap_or(&0.0);
+        self.prefix.extend(more.iter().map(|v| {
             sum += v;
             sum
         }));
-        MovingAverage { prefix, w }
     }
 
     /// The average at step `t`.
@@ -177,20 +212,104 @@ fn phase_means(
     m: usize,
     over: std::ops::Range<usize>,
 ) -> Vec<f64> {
-    let (mut sum, mut count) = (vec![0.0; m], vec![0usize; m]);
-    for t in over {
-        let b = bins[t] as usize;
-        sum[b] += y[t] - trend.at(t);
-        count[b] += 1;
+    let mut sums = PhaseSums::new(m);
+    sums.add(y, trend, bins, over);
+    sums.centred_means()
+}
+
+/// Sums and counts of `y - trend` at each phase bin.
+#[derive(Debug, Clone, Default)]
+struct PhaseSums {
+    sum: Vec<f64>,
+    count: Vec<usize>,
+}
+
+impl PhaseSums {
+    fn new(m: usize) -> Self {
+        PhaseSums {
+            sum: vec![0.0; m],
+            count: vec![0; m],
+        }
     }
-    let mut p: Vec<f64> = sum
-        .iter()
-        .zip(&count)
-        .map(|(s, c)| s / (*c).max(1) as f64)
-        .collect();
-    let mean = p.iter().sum::<f64>() / m as f64;
-    p.iter_mut().for_each(|v| *v -= mean);
-    p
+
+    /// Adds steps `over`, in order.
+    fn add(
+        &mut self,
+        y: &[f64],
+        trend: &MovingAverage,
+        bins: &[u32],
+        over: std::ops::Range<usize>,
+    ) {
+        for t in over {
+            let b = bins[t] as usize;
+            self.sum[b] += y[t] - trend.at(t);
+            self.count[b] += 1;
+        }
+    }
+
+    /// The mean at each bin, less the mean of the means.
+    fn centred_means(&self) -> Vec<f64> {
+        let m = self.sum.len();
+        let mut p: Vec<f64> = self
+            .sum
+            .iter()
+            .zip(&self.count)
+            .map(|(s, c)| s / (*c).max(1) as f64)
+            .collect();
+        let mean = p.iter().sum::<f64>() / m as f64;
+        p.iter_mut().for_each(|v| *v -= mean);
+        p
+    }
+}
+
+/// One season's profile sums over a series that grows: the validation origins'
+/// prefixes, each the one before it and a horizon more. Whole windows' averages read
+/// only the values up to them, so a longer prefix's sums are the shorter one's, then
+/// its new steps (the same additions in the same order as from the start).
+#[derive(Debug, Default)]
+pub struct Growing {
+    /// The values summed over, and their running sums.
+    values: Vec<f64>,
+    trend: MovingAverage,
+    season: Option<Season>,
+    sums: PhaseSums,
+    /// Steps before this are in `sums`.
+    upto: usize,
+}
+
+impl Growing {
+    /// The centred profile of `y` with `season` over its whole windows `over`.
+    fn profile(
+        &mut self,
+        y: &[f64],
+        season: Season,
+        bins: &[u32],
+        over: std::ops::Range<usize>,
+    ) -> Vec<f64> {
+        let extends = self.season == Some(season)
+            && self.values.len() <= y.len()
+            && self.upto <= over.end
+            && self
+                .values
+                .iter()
+                .zip(y)
+                .all(|(a, b)| a.to_bits() == b.to_bits());
+        if !extends {
+            *self = Growing {
+                season: Some(season),
+                sums: PhaseSums::new(season.bins()),
+                upto: over.start,
+                trend: MovingAverage::of(&[], season.bins()),
+                values: Vec::new(),
+            };
+        }
+        self.trend.extend(&y[self.values.len()..]);
+        self.values.extend_from_slice(&y[self.values.len()..]);
+        self.sums
+            .add(y, &self.trend, bins, self.upto.max(over.start)..over.end);
+        self.upto = over.end;
+        self.sums.centred_means()
+    }
 }
 
 #[cfg(test)]
@@ -213,6 +332,44 @@ mod tests {
             let by_phase: Vec<f64> = y.iter().enumerate().map(|(t, v)| v - s.at(t)).collect();
             assert_eq!(s.adjust(&y), by_phase);
             assert_eq!(s.adjust(&y[..1500]), by_phase[..1500]);
+        }
+    }
+
+    #[test]
+    fn a_profile_continued_over_longer_prefixes_is_the_one_found_afresh() {
+        // prefixes growing by a horizon (the origins), then shorter (found again), then
+        // another series of the same length, a window too short for whole averages,
+        // two seasons, and a fractional season
+        let y: Vec<f64> = (0..3000)
+            .map(|t| {
+                (t as f64 * 0.26).sin() * 5.0 + 0.01 * t as f64 + ((t * 7919) % 17) as f64 * 0.1
+            })
+            .collect();
+        let other: Vec<f64> = y.iter().map(|v| v * 1.5 + 2.0).collect();
+        let day = [Season::new(24.0).unwrap()];
+        let frac = [Season::new(37.3).unwrap()];
+        let both = [Season::new(24.0).unwrap(), Season::new(168.0).unwrap()];
+        let mut growing = Growing::default();
+        let cases: Vec<(&[f64], &[Season])> = vec![
+            (&y[..2000], &day),
+            (&y[..2048], &day),
+            (&y[..2096], &day),
+            (&y[..3000], &day),
+            (&y[..1500], &day),
+            (&other[..1500], &day),
+            (&other[..1600], &frac),
+            (&other[..1700], &frac),
+            (&y[..40], &day),
+            (&y[..2000], &both),
+            (&other[..1800], &frac),
+        ];
+        for (prefix, seasons) in cases {
+            assert_eq!(
+                Seasonals::of_growing(prefix, seasons, &mut growing),
+                Seasonals::of(prefix, seasons),
+                "{} steps, {seasons:?}",
+                prefix.len()
+            );
         }
     }
 
