@@ -262,30 +262,40 @@ impl Cycles<'_> {
     /// the end from their nearest earlier stretch ([`Cycles::nearest`]); `None` without
     /// [`MIN_REFERENCES`] of them.
     fn usual(&self, len: usize, like: Likeness) -> Option<f64> {
-        let end = self.y.len();
-        let skip = self.skip();
-        let references: Vec<f64> = if let Likeness::Shape = like {
-            // Each stretch is compared with up to LOOKBACK others: centred once.
-            let stretches: Vec<Centred> = (0..)
-                .map_while(|i| end.checked_sub(i * self.p))
-                .map_while(|e| self.y.get(e.checked_sub(len)?..e))
-                .map(Centred::of)
-                .collect();
-            (1..)
-                .map_while(|j| {
-                    let now = stretches.get(j)?;
-                    (skip..skip + LOOKBACK)
-                        .map_while(|k| Some(now.unexplained_by(stretches.get(j + k)?)))
-                        .min_by(f64::total_cmp)
-                })
-                .collect()
-        } else {
-            (1..)
-                .map_while(|j| end.checked_sub(j * self.p))
-                .map_while(|e| self.nearest(len, e, skip, like))
-                .collect()
+        let references = match like {
+            Likeness::Shape => self.shape_references(len),
+            _ => self.references(len, like),
         };
         (references.len() >= MIN_REFERENCES).then(|| super::candidates::median(references))
+    }
+
+    /// The distances [`Cycles::usual`] takes the median of: of the last `len` steps
+    /// ending one, two, ... cycles before the end from their nearest earlier stretch.
+    fn references(&self, len: usize, like: Likeness) -> Vec<f64> {
+        let (end, skip) = (self.y.len(), self.skip());
+        (1..)
+            .map_while(|j| end.checked_sub(j * self.p))
+            .map_while(|e| self.nearest(len, e, skip, like))
+            .collect()
+    }
+
+    /// [`Cycles::references`] by shape, each stretch centred once: each is compared
+    /// with up to [`LOOKBACK`] others.
+    fn shape_references(&self, len: usize) -> Vec<f64> {
+        let (end, skip) = (self.y.len(), self.skip());
+        let stretches: Vec<Centred> = (0..)
+            .map_while(|i| end.checked_sub(i * self.p))
+            .map_while(|e| self.y.get(e.checked_sub(len)?..e))
+            .map(Centred::of)
+            .collect();
+        (1..)
+            .map_while(|j| {
+                let now = stretches.get(j)?;
+                (skip..skip + LOOKBACK)
+                    .map_while(|k| Some(now.unexplained_by(stretches.get(j + k)?)))
+                    .min_by(f64::total_cmp)
+            })
+            .collect()
     }
 
     /// Cycles between the end and the last origin, which the comparisons skip.
@@ -617,6 +627,34 @@ mod tests {
     fn a_cycle_longer_than_the_last_validation_stretch_is_not_judged() {
         let y = noisy(changed(N - 30, daily_bump(2.0)), 8);
         assert_eq!(reshaped(&y, &day(), N - 20), None);
+    }
+
+    #[test]
+    fn shapes_centred_once_give_each_comparisons_distances() {
+        // whole cycles and last thirds, origins at the end and cycles back, series
+        // shorter than the lookback and a constant stretch
+        let bump = daily_bump(13.0);
+        let wave = noisy(|t| bump(t) + 0.01 * t as f64, 3);
+        let flat_start: Vec<f64> = (0..N)
+            .map(|t| if t < 200 { 5.0 } else { wave[t] })
+            .collect();
+        for y in [&wave[..], &wave[..5 * DAY + 7], &flat_start[..]] {
+            for (len, seen) in [
+                (DAY, LAST_ORIGIN.min(y.len() - 1)),
+                (DAY / 3, y.len()),
+                (DAY, y.len() - 3 * DAY),
+            ] {
+                let cycles = Cycles { y, p: DAY, seen };
+                let each = cycles.references(len, Likeness::Shape);
+                assert!(!each.is_empty());
+                assert_eq!(
+                    cycles.shape_references(len),
+                    each,
+                    "{} steps, {len}, {seen}",
+                    y.len()
+                );
+            }
+        }
     }
 
     #[test]
