@@ -1,8 +1,8 @@
 //! The largest magnitude of a series, and its least and largest value. The analyses
 //! read them of every series several times; each is taken in [`LANES`] lanes so that
 //! a comparison does not wait on the one before it (three to four times faster on
-//! 10,080 points). A maximum does not depend on the order its values are compared in, so the
-//! answer is the one a single pass gives.
+//! 10,080 points). A maximum does not depend on the order its values are compared in,
+//! so the answer is the one a single pass gives.
 
 /// Values compared side by side.
 const LANES: usize = 8;

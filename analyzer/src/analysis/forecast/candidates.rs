@@ -340,7 +340,12 @@ impl Candidate for Ets {
 /// way, so that each origin is decomposed once; the prefixes' regimes are shared with
 /// every candidate. The origins come earliest first, and a profile's sums are carried
 /// from one to the next ([`Growing`]).
-pub struct DecompositionCache(Memo<usize, Arc<Split>>, Arc<Regimes>, Scale, Mutex<Growing>);
+pub struct DecompositionCache {
+    by_length: Memo<usize, Arc<Split>>,
+    regimes: Arc<Regimes>,
+    scale: Scale,
+    growing: Mutex<Growing>,
+}
 
 /// A decomposition and the series adjusted by it.
 type Split = (Seasonals, Vec<f64>);
@@ -348,15 +353,20 @@ type Split = (Seasonals, Vec<f64>);
 impl DecompositionCache {
     /// An empty cache for prefixes whose regimes are `regimes`, decomposed on `scale`.
     pub fn new(regimes: Arc<Regimes>, scale: Scale) -> Self {
-        Self(Memo::default(), regimes, scale, Mutex::default())
+        DecompositionCache {
+            by_length: Memo::default(),
+            regimes,
+            scale,
+            growing: Mutex::default(),
+        }
     }
 
     /// The seasonals of `y` (of its part since the last break, where that holds three of
     /// the longest cycles) on the cache's scale, and that part adjusted by them.
     fn get(&self, y: &[f64], seasons: &[Season]) -> Arc<Split> {
-        self.0.get_or(y.len(), || {
-            let y = self.2.of(profile_part(&self.1, y, seasons));
-            let mut growing = self.3.lock().unwrap_or_else(|e| e.into_inner());
+        self.by_length.get_or(y.len(), || {
+            let y = self.scale.of(profile_part(&self.regimes, y, seasons));
+            let mut growing = self.growing.lock().unwrap_or_else(|e| e.into_inner());
             let seasonals = Seasonals::of_growing(&y, seasons, &mut growing);
             let adjusted = seasonals.adjust(&y);
             Arc::new((seasonals, adjusted))

@@ -51,42 +51,7 @@ pub struct Seasonals {
 impl Seasonals {
     /// Decomposes `y` with `seasons` (each must fit twice in `y`).
     pub fn of(y: &[f64], seasons: &[Season]) -> Seasonals {
-        let n = y.len();
-        let mut sorted = seasons.to_vec();
-        sorted.sort_by(|a, b| a.period().total_cmp(&b.period()));
-        let mut profiles: Vec<Vec<f64>> = sorted.iter().map(|s| vec![0.0; s.bins()]).collect();
-        let longest = sorted.last().map_or(1, |s| s.bins());
-        // Phase bins once per season: the passes below read them many times.
-        let bins: Vec<Vec<u32>> = sorted.iter().map(|s| s.bins_of(n)).collect();
-        let over = full_windows(n, longest);
-        if let [season] = sorted[..] {
-            // One season has nothing to settle against: one pass, on `y` itself.
-            let trend = MovingAverage::of(y, longest);
-            profiles[0] = phase_means(y, &trend, &bins[0], season.bins(), over);
-        } else {
-            let mut rest = vec![0.0; n];
-            for _ in 0..PASSES {
-                for k in 0..sorted.len() {
-                    // The series without the other seasons, then without its trend.
-                    rest.copy_from_slice(y);
-                    for (j, (b, p)) in bins.iter().zip(&profiles).enumerate() {
-                        if j != k {
-                            for (r, bin) in rest.iter_mut().zip(b) {
-                                *r -= p[*bin as usize];
-                            }
-                        }
-                    }
-                    let trend = MovingAverage::of(&rest, longest);
-                    let m = sorted[k].bins();
-                    profiles[k] = phase_means(&rest, &trend, &bins[k], m, over.clone());
-                }
-            }
-        }
-        Seasonals {
-            seasons: sorted.into_iter().zip(profiles).collect(),
-            len: n,
-            bins,
-        }
+        Seasonals::of_growing(y, seasons, &mut Growing::default())
     }
 
     /// [`Seasonals::of`], continuing `growing`'s sums where `y` extends the values they
@@ -94,22 +59,27 @@ impl Seasonals {
     /// season the profile's sums take the same values in the same order either way, so
     /// only the new steps are read.
     pub fn of_growing(y: &[f64], seasons: &[Season], growing: &mut Growing) -> Seasonals {
-        let [season] = seasons else {
-            return Seasonals::of(y, seasons);
-        };
         let n = y.len();
-        let w = season.bins();
-        let over = full_windows(n, w);
-        if over.start == 0 {
-            // too short for whole windows: every step, each average cut by the end
-            return Seasonals::of(y, seasons);
-        }
-        let bins = season.bins_of(n);
-        let profile = growing.profile(y, *season, &bins, over);
+        let mut sorted = seasons.to_vec();
+        sorted.sort_by(|a, b| a.period().total_cmp(&b.period()));
+        let longest = sorted.last().map_or(1, |s| s.bins());
+        // Phase bins once per season: the passes below read them many times.
+        let bins: Vec<Vec<u32>> = sorted.iter().map(|s| s.bins_of(n)).collect();
+        let over = full_windows(n, longest);
+        let profiles = if let [season] = sorted[..] {
+            // One season has nothing to settle against: one pass, on `y` itself. Its
+            // sums carry over to a longer `y` only where every window is whole (a cut
+            // window's average changes as `y` grows).
+            let mut once = Growing::default();
+            let growing = if over.start == 0 { &mut once } else { growing };
+            vec![growing.profile(y, season, &bins[0], over)]
+        } else {
+            settled_profiles(y, &sorted, &bins, over)
+        };
         Seasonals {
-            seasons: vec![(*season, profile)],
+            seasons: sorted.into_iter().zip(profiles).collect(),
             len: n,
-            bins: vec![bins],
+            bins,
         }
     }
 
@@ -141,6 +111,37 @@ impl Seasonals {
     pub fn extend(&self, h: usize) -> Vec<f64> {
         (self.len..self.len + h).map(|t| self.at(t)).collect()
     }
+}
+
+/// The profiles of two or more `seasons` (shortest first, `bins` their phase bins):
+/// each the phase means of `y` less the other seasons' profiles and its trend, over
+/// [`PASSES`] passes so that the profiles settle.
+fn settled_profiles(
+    y: &[f64],
+    seasons: &[Season],
+    bins: &[Vec<u32>],
+    over: std::ops::Range<usize>,
+) -> Vec<Vec<f64>> {
+    let longest = seasons.last().map_or(1, |s| s.bins());
+    let mut profiles: Vec<Vec<f64>> = seasons.iter().map(|s| vec![0.0; s.bins()]).collect();
+    let mut rest = vec![0.0; y.len()];
+    for _ in 0..PASSES {
+        for k in 0..seasons.len() {
+            // The series without the other seasons, then without its trend.
+            rest.copy_from_slice(y);
+            for (j, (b, p)) in bins.iter().zip(&profiles).enumerate() {
+                if j != k {
+                    for (r, bin) in rest.iter_mut().zip(b) {
+                        *r -= p[*bin as usize];
+                    }
+                }
+            }
+            let trend = MovingAverage::of(&rest, longest);
+            let m = seasons[k].bins();
+            profiles[k] = phase_means(&rest, &trend, &bins[k], m, over.clone());
+        }
+    }
+    profiles
 }
 
 /// The steps whose centred window of width `w` lies inside `0..n`: near the ends the
@@ -364,12 +365,21 @@ mod tests {
             (&other[..1800], &frac),
         ];
         for (prefix, seasons) in cases {
+            let grown = Seasonals::of_growing(prefix, seasons, &mut growing);
             assert_eq!(
-                Seasonals::of_growing(prefix, seasons, &mut growing),
+                grown,
                 Seasonals::of(prefix, seasons),
                 "{} steps, {seasons:?}",
                 prefix.len()
             );
+            if let [season] = seasons {
+                // the one pass over the whole prefix, step by step
+                let (n, w) = (prefix.len(), season.bins());
+                let trend = MovingAverage::of(prefix, w);
+                let bins = season.bins_of(n);
+                let once = phase_means(prefix, &trend, &bins, w, full_windows(n, w));
+                assert_eq!(grown.seasons[0].1, once, "{n} steps, {seasons:?}");
+            }
         }
     }
 
