@@ -10,6 +10,7 @@
 //! ([`refine`]). `docs/analysis.md` explains the choices.
 
 pub mod acf;
+pub mod events;
 pub mod harmonics;
 pub mod held_noise;
 #[cfg(test)]
@@ -272,6 +273,9 @@ fn detect_whole(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutco
     if found.periods.is_empty() {
         test_harmonic_sums(&x, &spectra, &whitened, step, config, &mut found);
     }
+    if found.periods.is_empty() {
+        test_event_trains(values, &spectra, step, config, &mut found);
+    }
     finish(found)
 }
 
@@ -411,6 +415,37 @@ fn test_harmonic_sums(
         });
         return;
     }
+}
+
+/// When neither a peak nor a harmonic sum made a period: a regular train of events
+/// ([`events`]), the period of short pulses a few cycles long.
+fn test_event_trains(
+    values: &[f64],
+    spectra: &Spectra,
+    step: f64,
+    config: &PeriodConfig,
+    found: &mut Found,
+) {
+    let mut y = values.to_vec();
+    if !prepare::detrend(&mut y) {
+        return;
+    }
+    let n = y.len() as f64;
+    let max_period = n / config.min_cycles.max(1.0);
+    let Some(train) = events::find(&y, config.min_period_steps.max(2.5), max_period) else {
+        return;
+    };
+    // the period falls between two lags: its strength is the higher of their two
+    let acf = spectra.acf();
+    let at = |lag: f64| acf.get(lag as usize).copied().unwrap_or(0.0);
+    let strength = at(train.period.floor()).max(at(train.period.ceil()));
+    found.best_p = found.best_p.min(train.p_value());
+    found.periods.push(Period {
+        period_seconds: train.period * step,
+        strength: strength.clamp(0.0, 1.0),
+        confidence: 1.0 - train.p_value(),
+        last_peak_seconds: None,
+    });
 }
 
 /// Largest corrected p-value of a harmonic-sum candidate that may still be confirmed,

@@ -20,22 +20,32 @@ pub const FAR_SIGMAS: f64 = 10.0;
 /// units (0 for an all-zero series), so it compares against a fixed floor whatever the
 /// series' magnitude, from subnormal to near f64::MAX.
 pub fn detrend_and_clip(x: &mut [f64]) -> f64 {
-    if x.is_empty() {
+    if !detrend(x) {
         return 0.0;
+    }
+    clip_outliers(x, CLIP_SIGMAS);
+    line_and_residual_variance(x)
+}
+
+/// Clips absurd values ([`FAR_SIGMAS`]), scales `x` to a largest magnitude of 1 and
+/// subtracts the least-squares line; false (and `x` left unscaled) when `x` is empty
+/// or all zero.
+pub fn detrend(x: &mut [f64]) -> bool {
+    if x.is_empty() {
+        return false;
     }
     clip_far(x, FAR_SIGMAS);
     // Every later sum and product works on values within ±1: none can overflow, and
     // subnormal inputs become ordinary numbers instead of losing their bits.
     let s = max_abs(x);
     if s == 0.0 {
-        return 0.0;
+        return false;
     }
     for v in x.iter_mut() {
         *v /= s;
     }
     subtract_line(x);
-    clip_outliers(x, CLIP_SIGMAS);
-    line_and_residual_variance(x)
+    true
 }
 
 /// Subtracts the least-squares line through (index, value).
