@@ -39,9 +39,6 @@ pub const MISSING_SHARE: usize = 4;
 /// noise dips below the threshold for a step).
 const MERGE_GAP: usize = 2;
 
-/// Most events for which setting each one aside is tried.
-const MAX_EVENTS: usize = 256;
-
 /// A regular train of events.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Train {
@@ -78,20 +75,19 @@ pub fn find(x: &[f64], min_period: f64, max_period: f64) -> Option<Train> {
     let mut best: Option<Train> = None;
     // differences sit between two values: half a step later
     for (values, offset, steps_only) in [(x, 0.0, false), (&diffs[..], 0.5, true)] {
-        let Some((level, spread)) = level_and_spread(values) else {
+        let Some(band) = Band::of(values) else {
             continue;
         };
-        // a spread of 0 makes any departure an event, but not rounding's
-        let threshold = (EVENT_Z * spread).max(1e-9 * max_abs_finite(values));
-        let up: Vec<bool> = values.iter().map(|&v| v - level > threshold).collect();
-        let down: Vec<bool> = values.iter().map(|&v| level - v > threshold).collect();
-        for (beyond, opposite) in [(&up, &down), (&down, &up)] {
-            let beyond = if steps_only {
-                without_lone_values(beyond, opposite)
-            } else {
-                beyond.clone()
+        for side in [1.0, -1.0] {
+            let event = |i: usize| {
+                let beside = |j: Option<usize>| {
+                    j.and_then(|j| values.get(j))
+                        .is_some_and(|&v| band.beyond(v, -side))
+                };
+                band.beyond(values[i], side)
+                    && !(steps_only && (beside(i.checked_sub(1)) || beside(Some(i + 1))))
             };
-            let events = centres(&beyond, offset);
+            let events = centres(values.len(), event, offset);
             let train = regular(&events, x.len(), min_period, max_period);
             if let Some(t) = train.filter(|t| best.is_none_or(|b| t.events > b.events)) {
                 best = Some(t);
@@ -101,37 +97,65 @@ pub fn find(x: &[f64], min_period: f64, max_period: f64) -> Option<Train> {
     best
 }
 
-/// The median and robust standard deviation of the finite values (0 where more than
-/// half sit on the median); `None` where too few are finite to hold a train.
-fn level_and_spread(values: &[f64]) -> Option<(f64, f64)> {
-    let mut buf: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
-    if buf.len() < 2 * MIN_CYCLES {
-        return None;
-    }
-    let level = median_in_place(&mut buf);
-    for v in buf.iter_mut() {
-        *v = (*v - level).abs();
-    }
-    let spread = median_in_place(&mut buf) * 1.4826;
-    spread.is_finite().then_some((level, spread))
+/// Where values stop being ordinary: a level and the distance from it beyond which a
+/// value is an event.
+struct Band {
+    level: f64,
+    threshold: f64,
 }
 
-/// Differences beyond the threshold that are not half of a lone value's rise and fall
-/// (an outlier, or a pulse one step wide, which the values themselves show).
-fn without_lone_values(beyond: &[bool], opposite: &[bool]) -> Vec<bool> {
-    let at = |j: Option<usize>| j.and_then(|j| opposite.get(j)).copied() == Some(true);
-    (0..beyond.len())
-        .map(|i| beyond[i] && !at(i.checked_sub(1)) && !at(Some(i + 1)))
+impl Band {
+    /// The median and [`EVENT_Z`] robust standard deviations of the finite values,
+    /// from at most [`SAMPLE`] of them; `None` where too few are finite to hold a
+    /// train.
+    fn of(values: &[f64]) -> Option<Band> {
+        let mut buf = sample(values);
+        if buf.len() < 2 * MIN_CYCLES {
+            return None;
+        }
+        let level = median_in_place(&mut buf);
+        for v in buf.iter_mut() {
+            *v = (*v - level).abs();
+        }
+        let spread = median_in_place(&mut buf) * 1.4826;
+        // a spread of 0 makes any departure an event, but not rounding's
+        let threshold = (EVENT_Z * spread).max(1e-9 * max_abs_finite(values));
+        threshold.is_finite().then_some(Band { level, threshold })
+    }
+
+    /// Whether `v` lies beyond the band on `side` (1 above, -1 below).
+    fn beyond(&self, v: f64, side: f64) -> bool {
+        side * (v - self.level) > self.threshold
+    }
+}
+
+/// Most values the level and spread are taken from: a long series' sample estimates
+/// them to a few percent, at a fraction of the cost of selecting among all.
+const SAMPLE: usize = 2048;
+
+/// The finite values, or [`SAMPLE`] of them at positions k·φ (mod 1) of the series
+/// (φ the golden ratio): an even stride would line up with a period that divides it
+/// and take every dip, or none.
+fn sample(values: &[f64]) -> Vec<f64> {
+    let finite = |v: &f64| v.is_finite();
+    if values.len() <= SAMPLE {
+        return values.iter().copied().filter(finite).collect();
+    }
+    let golden = (5f64.sqrt() - 1.0) / 2.0;
+    let n = values.len() as f64;
+    (0..SAMPLE)
+        .map(|k| values[((k as f64 * golden).fract() * n) as usize])
+        .filter(finite)
         .collect()
 }
 
-/// The centre of each run of `true`, runs at most [`MERGE_GAP`] apart joined, shifted
-/// by `offset`.
-fn centres(beyond: &[bool], offset: f64) -> Vec<f64> {
+/// The centre of each run of positions `0..len` that are events, runs at most
+/// [`MERGE_GAP`] apart joined, shifted by `offset`.
+fn centres(len: usize, event: impl Fn(usize) -> bool, offset: f64) -> Vec<f64> {
     let centre = |(start, end): (usize, usize)| (start + end) as f64 / 2.0 + offset;
     let mut out = Vec::new();
     let mut run: Option<(usize, usize)> = None;
-    for i in (0..beyond.len()).filter(|&i| beyond[i]) {
+    for i in (0..len).filter(|&i| event(i)) {
         run = match run {
             Some((start, end)) if i - end <= MERGE_GAP => Some((start, i)),
             Some(done) => {
@@ -146,16 +170,28 @@ fn centres(beyond: &[bool], offset: f64) -> Vec<f64> {
 }
 
 /// The train `events` (positions, ascending) make in a series of `n` values: all of
-/// them, or all but one where more than [`MIN_CYCLES`] remain.
+/// them, or all but one where more than [`MIN_CYCLES`] remain. An event off the comb
+/// spoils the one or two spacings beside it and leaves the median spacing near the
+/// period, so only the events beside the spacings off it are tried set aside.
 fn regular(events: &[f64], n: usize, min_period: f64, max_period: f64) -> Option<Train> {
     if let Some(t) = comb(events, n, min_period, max_period) {
         return Some(t);
     }
-    if events.len() <= MIN_CYCLES + 1 || events.len() > MAX_EVENTS {
+    if events.len() <= MIN_CYCLES + 1 {
         return None;
     }
+    let spacings: Vec<f64> = events.windows(2).map(|w| w[1] - w[0]).collect();
+    let t0 = median_in_place(&mut spacings.clone());
+    let off: Vec<usize> = (0..spacings.len())
+        .filter(|&j| whole_periods(spacings[j], t0).is_none())
+        .collect();
+    let suspects = match off[..] {
+        [j] => vec![j, j + 1],
+        [j, k] if k == j + 1 => vec![k],
+        _ => return None,
+    };
     let mut rest = Vec::with_capacity(events.len() - 1);
-    (0..events.len()).find_map(|skip| {
+    suspects.into_iter().find_map(|skip| {
         rest.clear();
         rest.extend(events[..skip].iter().chain(&events[skip + 1..]));
         let train = comb(&rest, n, min_period, max_period)?;
@@ -164,6 +200,13 @@ fn regular(events: &[f64], n: usize, min_period: f64, max_period: f64) -> Option
             ..train
         })
     })
+}
+
+/// How many periods `t0` the spacing `s` is, if it is a whole number of them within
+/// the tolerance.
+fn whole_periods(s: f64, t0: f64) -> Option<usize> {
+    let whole = (s / t0).round();
+    (whole >= 1.0 && (s - whole * t0).abs() <= tolerance(t0)).then_some(whole as usize)
 }
 
 /// The train `events` make if every one of them lies on one comb.
@@ -178,11 +221,7 @@ fn comb(events: &[f64], n: usize, min_period: f64, max_period: f64) -> Option<Tr
     }
     let mut cycle = vec![0usize; events.len()];
     for (j, s) in spacings.iter().enumerate() {
-        let whole = (s / t0).round();
-        if whole < 1.0 || (s - whole * t0).abs() > tolerance(t0) {
-            return None;
-        }
-        cycle[j + 1] = cycle[j] + whole as usize;
+        cycle[j + 1] = cycle[j] + whole_periods(*s, t0)?;
     }
     let (period, phase, rms) = comb_fit(&cycle, events);
     if !(rms <= (MAX_JITTER * period).max(0.5) && phase.is_finite()) {
@@ -287,14 +326,32 @@ mod tests {
 
     #[test]
     fn a_lone_values_rise_and_fall_are_not_steps() {
-        let up = [false, true, false, false, true, false];
-        let down = [false, false, true, false, false, false];
-        // the rise at 1 is followed by the fall at 2 (a lone value); the rise at 4 is
-        // a step
-        assert_eq!(
-            without_lone_values(&up, &down),
-            vec![false, false, false, false, true, false]
+        // a sawtooth of period 10 whose resets are steps, and six lone outliers at no
+        // period: the fall after each is no reset
+        let mut x: Vec<f64> = (0..80).map(|i| (i % 10) as f64 * 0.01).collect();
+        for at in [3, 17, 24, 48, 55, 71] {
+            x[at] = 5.0;
+        }
+        let t = find(&x, 2.5, 26.0).expect("the resets");
+        assert!((t.period - 10.0).abs() < 1e-9, "{t:?}");
+    }
+
+    #[test]
+    fn a_long_series_level_is_not_taken_in_step_with_its_period() {
+        // a dip every 5th value of 10,240: an even stride of 5 would sample only dips
+        let x: Vec<f64> = (0..10_240)
+            .map(|i| if i % 5 == 0 { 0.0 } else { 1.0 })
+            .collect();
+        let s = sample(&x);
+        assert_eq!(s.len(), SAMPLE);
+        let dips = s.iter().filter(|v| **v == 0.0).count();
+        assert!(
+            (dips as f64 / SAMPLE as f64 - 0.2).abs() < 0.02,
+            "{dips} dips"
         );
+        let band = Band::of(&x).unwrap();
+        assert_eq!(band.level, 1.0);
+        assert!(band.threshold < 1e-8);
     }
 
     fn evenly(first: f64, period: f64, count: usize) -> Vec<f64> {

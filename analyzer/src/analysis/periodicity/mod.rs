@@ -6,7 +6,9 @@
 //! ([`spectrum`]); test the periodogram's peaks against a whitened Fisher's g-test
 //! ([`significance`]); keep those that sit on a hill of the autocorrelation ([`acf`]);
 //! when no single peak makes a period, test fundamentals on the sum of their harmonics
-//! ([`harmonics`]), which finds narrow pulses; refine the period on the periodogram
+//! ([`harmonics`]), which finds narrow pulses, and when that fails too, look for a
+//! regular train of events ([`events`]), which finds pulses one step wide (its period
+//! is the comb fitted to them); refine the other periods on the periodogram
 //! ([`refine`]). `docs/analysis.md` explains the choices.
 
 pub mod acf;
@@ -251,9 +253,16 @@ fn detect_whole(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutco
         ));
     }
     let mut x = values.to_vec();
+    let detrended = prepare::detrend(&mut x);
+    // a train of events is told by its pulses at their full height, before the clip
+    let unclipped = x.clone();
     // The conditioned series is scaled to a largest magnitude of 1, so the floor is
     // relative: what a line fit leaves of a constant or a straight series is rounding.
-    let variance = prepare::detrend_and_clip(&mut x);
+    let variance = if detrended {
+        prepare::clip_residuals(&mut x)
+    } else {
+        0.0
+    };
     if !variance.is_finite() || variance <= 1e-20 {
         return PeriodOutcome::none("flat: no variation besides a straight line");
     }
@@ -274,7 +283,7 @@ fn detect_whole(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutco
         test_harmonic_sums(&x, &spectra, &whitened, step, config, &mut found);
     }
     if found.periods.is_empty() {
-        test_event_trains(values, &spectra, step, config, &mut found);
+        test_event_trains(&unclipped, &spectra, step, config, &mut found);
     }
     finish(found)
 }
@@ -418,28 +427,24 @@ fn test_harmonic_sums(
 }
 
 /// When neither a peak nor a harmonic sum made a period: a regular train of events
-/// ([`events`]), the period of short pulses a few cycles long.
+/// ([`events`]) in the detrended series `y` (not clipped), the period of short pulses
+/// a few cycles long.
 fn test_event_trains(
-    values: &[f64],
+    y: &[f64],
     spectra: &Spectra,
     step: f64,
     config: &PeriodConfig,
     found: &mut Found,
 ) {
-    let mut y = values.to_vec();
-    if !prepare::detrend(&mut y) {
-        return;
-    }
     let n = y.len() as f64;
     let max_period = n / config.min_cycles.max(1.0);
-    let Some(train) = events::find(&y, config.min_period_steps.max(2.5), max_period) else {
+    let Some(train) = events::find(y, config.min_period_steps.max(2.5), max_period) else {
         return;
     };
     // the period falls between two lags: its strength is the higher of their two
     let acf = spectra.acf();
     let at = |lag: f64| acf.get(lag as usize).copied().unwrap_or(0.0);
     let strength = at(train.period.floor()).max(at(train.period.ceil()));
-    found.best_p = found.best_p.min(train.p_value());
     found.periods.push(Period {
         period_seconds: train.period * step,
         strength: strength.clamp(0.0, 1.0),

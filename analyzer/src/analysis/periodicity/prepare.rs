@@ -23,6 +23,13 @@ pub fn detrend_and_clip(x: &mut [f64]) -> f64 {
     if !detrend(x) {
         return 0.0;
     }
+    clip_residuals(x)
+}
+
+/// The second half of [`detrend_and_clip`], on a series [`detrend`] conditioned: clips
+/// outlying residuals at [`CLIP_SIGMAS`], refits the line and returns the residual
+/// variance.
+pub fn clip_residuals(x: &mut [f64]) -> f64 {
     clip_outliers(x, CLIP_SIGMAS);
     line_and_residual_variance(x)
 }
