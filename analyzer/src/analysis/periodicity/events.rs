@@ -78,16 +78,19 @@ pub fn find(x: &[f64], min_period: f64, max_period: f64) -> Option<Train> {
         let Some(band) = Band::of(values) else {
             continue;
         };
+        // few values lie beyond the band: the sides are sorted out among those only
+        let far: Vec<usize> = (0..values.len())
+            .filter(|&i| (values[i] - band.level).abs() > band.threshold)
+            .collect();
         for side in [1.0, -1.0] {
-            let event = |i: usize| {
-                let beside = |j: Option<usize>| {
-                    j.and_then(|j| values.get(j))
-                        .is_some_and(|&v| band.beyond(v, -side))
-                };
-                band.beyond(values[i], side)
-                    && !(steps_only && (beside(i.checked_sub(1)) || beside(Some(i + 1))))
+            let beyond = |i: usize| band.beyond(values[i], side);
+            let across = |j: Option<usize>| {
+                j.is_some_and(|j| j < values.len() && band.beyond(values[j], -side))
             };
-            let events = centres(values.len(), event, offset);
+            let event = |&i: &usize| {
+                beyond(i) && !(steps_only && (across(i.checked_sub(1)) || across(Some(i + 1))))
+            };
+            let events = centres(far.iter().copied().filter(|i| event(i)), offset);
             let train = regular(&events, x.len(), min_period, max_period);
             if let Some(t) = train.filter(|t| best.is_none_or(|b| t.events > b.events)) {
                 best = Some(t);
@@ -113,13 +116,14 @@ impl Band {
         if buf.len() < 2 * MIN_CYCLES {
             return None;
         }
+        let largest = max_abs_finite(&buf);
         let level = median_in_place(&mut buf);
         for v in buf.iter_mut() {
             *v = (*v - level).abs();
         }
         let spread = median_in_place(&mut buf) * 1.4826;
         // a spread of 0 makes any departure an event, but not rounding's
-        let threshold = (EVENT_Z * spread).max(1e-9 * max_abs_finite(values));
+        let threshold = (EVENT_Z * spread).max(1e-9 * largest);
         threshold.is_finite().then_some(Band { level, threshold })
     }
 
@@ -131,7 +135,7 @@ impl Band {
 
 /// Most values the level and spread are taken from: a long series' sample estimates
 /// them to a few percent, at a fraction of the cost of selecting among all.
-const SAMPLE: usize = 2048;
+const SAMPLE: usize = 1024;
 
 /// The finite values, or [`SAMPLE`] of them at positions k·φ (mod 1) of the series
 /// (φ the golden ratio): an even stride would line up with a period that divides it
@@ -143,19 +147,27 @@ fn sample(values: &[f64]) -> Vec<f64> {
     }
     let golden = (5f64.sqrt() - 1.0) / 2.0;
     let n = values.len() as f64;
+    let mut at = 0.0;
     (0..SAMPLE)
-        .map(|k| values[((k as f64 * golden).fract() * n) as usize])
+        .map(|_| {
+            let v = values[((at * n) as usize).min(values.len() - 1)];
+            at += golden;
+            if at >= 1.0 {
+                at -= 1.0;
+            }
+            v
+        })
         .filter(finite)
         .collect()
 }
 
-/// The centre of each run of positions `0..len` that are events, runs at most
-/// [`MERGE_GAP`] apart joined, shifted by `offset`.
-fn centres(len: usize, event: impl Fn(usize) -> bool, offset: f64) -> Vec<f64> {
+/// The centre of each run of event positions (ascending), runs at most [`MERGE_GAP`]
+/// apart joined, shifted by `offset`.
+fn centres(events: impl Iterator<Item = usize>, offset: f64) -> Vec<f64> {
     let centre = |(start, end): (usize, usize)| (start + end) as f64 / 2.0 + offset;
     let mut out = Vec::new();
     let mut run: Option<(usize, usize)> = None;
-    for i in (0..len).filter(|&i| event(i)) {
+    for i in events {
         run = match run {
             Some((start, end)) if i - end <= MERGE_GAP => Some((start, i)),
             Some(done) => {
