@@ -58,7 +58,7 @@ impl Train {
     /// beyond the two that set the comb falls within the jitter of its tooth with
     /// probability about 2 × [`MAX_JITTER`]; any spacing may set the comb, any event
     /// may have been the one set aside, and four sets of events were searched. Random
-    /// positions (6 to 12 events, 100,000 series each) pass at most a tenth as often.
+    /// positions (6 to 12 events, 100,000 sets each) pass at most a tenth as often.
     pub fn p_value(&self) -> f64 {
         let beyond = self.events.saturating_sub(2) as i32;
         let choices = if self.set_aside { self.events + 1 } else { 1 };
