@@ -83,14 +83,10 @@ pub fn find(x: &[f64], min_period: f64, max_period: f64) -> Option<Train> {
             .filter(|&i| (values[i] - band.level).abs() > band.threshold)
             .collect();
         for side in [1.0, -1.0] {
-            let beyond = |i: usize| band.beyond(values[i], side);
-            let across = |j: Option<usize>| {
-                j.is_some_and(|j| j < values.len() && band.beyond(values[j], -side))
-            };
-            let event = |&i: &usize| {
-                beyond(i) && !(steps_only && (across(i.checked_sub(1)) || across(Some(i + 1))))
-            };
-            let events = centres(far.iter().copied().filter(|i| event(i)), offset);
+            let on_side = far.iter().copied().filter(|&i| {
+                band.beyond(values[i], side) && !(steps_only && band.lone(values, i, side))
+            });
+            let events = centres(on_side, offset);
             let train = regular(&events, x.len(), min_period, max_period);
             if let Some(t) = train.filter(|t| best.is_none_or(|b| t.events > b.events)) {
                 best = Some(t);
@@ -130,6 +126,13 @@ impl Band {
     /// Whether `v` lies beyond the band on `side` (1 above, -1 below).
     fn beyond(&self, v: f64, side: f64) -> bool {
         side * (v - self.level) > self.threshold
+    }
+
+    /// Whether the difference `diffs[i]`, beyond the band on `side`, is half of a lone
+    /// value's rise and fall: a neighbour lies beyond it on the other side.
+    fn lone(&self, diffs: &[f64], i: usize, side: f64) -> bool {
+        let across = |j: usize| diffs.get(j).is_some_and(|&v| self.beyond(v, -side));
+        i.checked_sub(1).is_some_and(across) || across(i + 1)
     }
 }
 
