@@ -75,6 +75,8 @@ struct SeriesSteps {
     largest: Vec<(i64, usize)>,
     /// The runs of one value of at least [`MIN_RUN`] steps, in order.
     held: Vec<std::ops::Range<usize>>,
+    /// The steps far beyond those before them ([`beyond_earlier`]), in order.
+    beyond_earlier: Vec<(usize, f64)>,
 }
 
 impl SeriesSteps {
@@ -92,6 +94,7 @@ impl SeriesSteps {
             series: series.to_vec(),
             largest: steps,
             held: runs(series, 0.0).filter(|r| r.len() >= MIN_RUN).collect(),
+            beyond_earlier: beyond_earlier(series),
         }
     }
 
@@ -117,6 +120,8 @@ impl SeriesSteps {
             .collect();
         jumps.sort_unstable_by(|a, b| b.cmp(a));
         let jump = jumps.into_iter().find(|&t| breaks_regime(y, t, limit));
+        let masked = self.beyond_earlier.iter().filter(|(t, _)| *t < m);
+        let jump = jump.max(last_break_beyond_earlier(y, masked.copied()));
         let held = self.held.iter().take_while(|r| r.start < m);
         let held = held_boundary(y, held.map(|r| r.start..r.end.min(m)));
         Some(jump.unwrap_or(0).max(held.unwrap_or(0)))
@@ -166,9 +171,80 @@ fn regime_start(y: &[f64]) -> usize {
     let limit = BREAK_STEPS * large_step(y.windows(2).map(|w| (w[1] - w[0]).abs()));
     let jump = (1..y.len())
         .rev()
-        .find(|&t| (y[t] - y[t - 1]).abs() > limit && breaks_regime(y, t, limit))
-        .unwrap_or(0);
-    jump.max(held_boundary(y, runs(y, 0.0)).unwrap_or(0))
+        .find(|&t| (y[t] - y[t - 1]).abs() > limit && breaks_regime(y, t, limit));
+    let jump = jump.max(last_break_beyond_earlier(y, beyond_earlier(y).into_iter()));
+    jump.unwrap_or(0)
+        .max(held_boundary(y, runs(y, 0.0)).unwrap_or(0))
+}
+
+/// Fewest steps before a jump whose large step ([`large_step`]: the 99th percentile)
+/// it is measured against in [`beyond_earlier`]: fewer have no 99th percentile.
+pub const MIN_EARLIER: usize = 100;
+
+/// The jumps into `t` larger than [`BREAK_STEPS`] large steps of the steps before them
+/// (at least [`MIN_EARLIER`]), with that limit, in order. A level shift is measured
+/// against the whole series' large step too, but bursts after it can set that scale:
+/// a machine gone idle at 0 from 33% whose idle load spikes to 13 every two hours has
+/// as many such steps in its last day as make the top 1% of the window, and a fall of
+/// 31 is then less than four of them. Against the steps it followed it is a break.
+fn beyond_earlier(y: &[f64]) -> Vec<(usize, f64)> {
+    let mut out = Vec::new();
+    if y.len() <= MIN_EARLIER + 1 {
+        return out;
+    }
+    // A prefix's large step is its k-th largest step, k at most the whole's: it is
+    // among the `most` largest steps so far, which most steps are too small to join.
+    let most = large_step_from_top(y.len() - 2);
+    let mut largest: Vec<i64> = Vec::with_capacity(most + 1);
+    // the rank of the large step of the steps before `t`, and its limit while it holds
+    let (mut k, mut limit) = (0, None);
+    for t in 1..y.len() {
+        let key = order_key((y[t] - y[t - 1]).abs());
+        if t > MIN_EARLIER {
+            let rank = large_step_from_top(t - 1);
+            if rank != k {
+                (k, limit) = (rank, None);
+            }
+            let at = *limit
+                .get_or_insert_with(|| BREAK_STEPS * from_order_key(largest[largest.len() - k]));
+            if from_order_key(key) > at {
+                out.push((t, at));
+            }
+        }
+        if largest.len() < most || key > largest[0] {
+            if largest.len() == most {
+                largest.remove(0);
+            }
+            let at = largest.partition_point(|&k| k < key);
+            largest.insert(at, key);
+            limit = None;
+        }
+    }
+    out
+}
+
+/// The latest of the `jumps` (`(t, limit)`, in order, each into a step of `y`) that is
+/// at least as large as every step after it and starts a regime. A fall that bursts
+/// after it hid from the whole's scale is still the largest move since; a day's dip
+/// early in the series, large only against the few steps before it, is not where
+/// larger jumps followed.
+fn last_break_beyond_earlier(
+    y: &[f64],
+    jumps: impl DoubleEndedIterator<Item = (usize, f64)>,
+) -> Option<usize> {
+    let size = |t: usize| (y[t] - y[t - 1]).abs();
+    // the largest step into `cursor..y.len()`
+    let (mut later, mut cursor) = (0.0f64, y.len());
+    for (t, limit) in jumps.rev() {
+        while cursor > t + 1 {
+            cursor -= 1;
+            later = later.max(size(cursor));
+        }
+        if size(t) >= later && breaks_regime(y, t, limit) {
+            return Some(t);
+        }
+    }
+    None
 }
 
 /// Whether the jump into `t`, beyond `limit`, starts a regime: it lasts, and neither
@@ -303,6 +379,8 @@ mod tests {
             (0..900)
                 .map(|t| if t < 600 { wave(t) } else { 1e3 * wave(t) })
                 .collect(),
+            // a fall that the spikes after it would hide from the whole's scale
+            gone_idle(700, 200),
         ];
         let mut found_again = 0;
         for y in &series {
@@ -322,6 +400,92 @@ mod tests {
             found_again > 0,
             "some prefixes' large steps are beyond the kept ones"
         );
+    }
+
+    /// A machine busy near 33% (steps of up to ±3, a rare one of 9) for `busy` steps,
+    /// then idle at 0 or 0.33 with a spike of 13 every 24 steps for `idle` steps.
+    fn gone_idle(busy: usize, idle: usize) -> Vec<f64> {
+        let mut y: Vec<f64> = (0..busy)
+            .map(|i| 33.0 + ((i * 7919) % 7) as f64 - 3.0 + if i % 150 == 0 { 9.0 } else { 0.0 })
+            .collect();
+        y.extend((0..idle).map(|i| match i % 24 {
+            23 => 13.0,
+            j => 0.33 * (j % 2) as f64,
+        }));
+        y
+    }
+
+    #[test]
+    fn the_jumps_beyond_earlier_steps_are_measured_against_each_prefix() {
+        let wave = |t: usize| (t as f64 * 0.37).sin() + 0.1 * ((t * 7919) % 11) as f64;
+        let series: Vec<Vec<f64>> = vec![
+            gone_idle(400, 300),
+            // calm, then steps far larger than any before, then calm again
+            (0..700)
+                .map(|t| match t {
+                    300..=399 => 1e3 * wave(t),
+                    _ => wave(t),
+                })
+                .collect(),
+            // steps growing with the level, a few bursts
+            (0..600)
+                .map(|t| (1.0 + t as f64 / 50.0) * wave(t) + if t % 97 == 0 { 30.0 } else { 0.0 })
+                .collect(),
+            (0..MIN_EARLIER + 1).map(wave).collect(),
+        ];
+        let mut found = 0;
+        for y in &series {
+            let size = |t: usize| (y[t] - y[t - 1]).abs();
+            let want: Vec<(usize, f64)> = (MIN_EARLIER + 1..y.len())
+                .map(|t| (t, BREAK_STEPS * large_step((1..t).map(size))))
+                .filter(|&(t, limit)| size(t) > limit)
+                .collect();
+            assert_eq!(beyond_earlier(y), want);
+            found += want.len();
+        }
+        assert!(found >= 3, "the fall, the calm's end and a burst: {found}");
+    }
+
+    #[test]
+    fn a_fall_whose_later_spikes_set_the_scale_still_starts_a_regime() {
+        // 300 idle steps hold 24 steps of 13 up and down: more than the top 1% of the
+        // 2,000 steps, so four large steps of the whole exceed the fall of 33
+        let y = gone_idle(1700, 300);
+        let whole = BREAK_STEPS * large_step(y.windows(2).map(|w| (w[1] - w[0]).abs()));
+        assert!(whole > 33.0, "the spikes set the whole's scale: {whole}");
+        assert_eq!(since_last_break(&y).len(), 300);
+        assert_eq!(Regimes::of(&y).current(&y).len(), 300);
+        // the spikes alone, with no fall before them, start nothing
+        let idle = gone_idle(0, 600);
+        assert_eq!(since_last_break(&idle).len(), 600);
+    }
+
+    #[test]
+    fn a_jump_large_only_against_the_calm_before_it_starts_no_regime_where_larger_followed() {
+        // 150 calm steps, a dip of 10 for 30 steps, then the calm level again with a
+        // spike of 15 every 50 steps: the dip's fall and return are far beyond the calm
+        // steps before them, but smaller than the spikes' steps after them
+        let calm = |i: usize| 50.0 + ((i * 7919) % 5) as f64 * 0.2;
+        let y: Vec<f64> = (0..700)
+            .map(|i| match i {
+                150..=179 => calm(i) - 10.0,
+                _ if i > 200 && i % 50 == 0 => calm(i) + 15.0,
+                _ => calm(i),
+            })
+            .collect();
+        assert_eq!(since_last_break(&y).len(), 700);
+        assert_eq!(Regimes::of(&y).current(&y).len(), 700);
+        // without the spikes the dip's return is the largest step since: a regime
+        let plain: Vec<f64> = (0..700)
+            .map(|i| {
+                if (150..180).contains(&i) {
+                    calm(i) - 10.0
+                } else {
+                    calm(i)
+                }
+            })
+            .collect();
+        assert_eq!(since_last_break(&plain).len(), 520);
     }
 
     #[test]

@@ -496,7 +496,8 @@ impl Candidate for Decomposed {
     }
 }
 
-/// The candidates fitted to the first `train_len` steps of `series` (scaled to ±1),
+/// The candidates fitted to the first `train_len` steps of `series` (scaled to ±1;
+/// `regimes` its [`Regimes`], which the caller reads too),
 /// to forecast from its prefixes, with `seasons` (each fits twice in that part):
 /// naive, seasonal-naive and the seasonal median (each [`Lookback`]) per season, the median of the last `recent` values, the line, ETS with the `dominant`
 /// season and trend none / damped (or with none and trend none / additive / damped),
@@ -506,6 +507,7 @@ impl Candidate for Decomposed {
 /// the level, in logs.
 pub fn build(
     series: &[f64],
+    regimes: &Arc<Regimes>,
     train_len: usize,
     seasons: &[Season],
     decomposed: &[Season],
@@ -514,7 +516,6 @@ pub fn build(
 ) -> Vec<Box<dyn Candidate>> {
     let train = &series[..train_len];
     let mut out: Vec<Box<dyn Candidate>> = vec![Box::new(Naive)];
-    let regimes = Arc::new(Regimes::of(series));
     for s in seasons {
         out.push(Box::new(SeasonalNaive(*s, Some(regimes.clone()))));
     }
@@ -655,16 +656,42 @@ mod tests {
             .collect();
         let day = Season::new(24.0).unwrap();
         let names = |dominant| -> Vec<String> {
-            build(&y, y.len(), &[day], &[], dominant, 48)
-                .iter()
-                .map(|c| c.name())
-                .collect()
+            build(
+                &y,
+                &Arc::new(Regimes::of(&y)),
+                y.len(),
+                &[day],
+                &[],
+                dominant,
+                48,
+            )
+            .iter()
+            .map(|c| c.name())
+            .collect()
         };
         let seasonal = names(Some(day));
         assert!(seasonal.iter().any(|n| n == "ets(A,Ad,A)"), "{seasonal:?}");
         assert!(!seasonal.iter().any(|n| n == "ets(A,A,A)"), "{seasonal:?}");
         let plain = names(None);
         assert!(plain.iter().any(|n| n == "ets(A,A,N)"), "{plain:?}");
+    }
+
+    #[test]
+    fn the_line_after_a_fall_that_later_spikes_would_hide_runs_from_where_it_fell() {
+        // 5 min CPU busy near 33% (steps of up to 6, a rare one of 9), then idle at 0
+        // or 0.33 with a spike of 13 every two hours for 292 steps (as NAB's
+        // grok_asg_anomaly did): the spikes make more than the top 1% of the
+        // steps, so against the whole's scale the fall of 31 was no break, and the line
+        // through both regimes ran from 17 down through the next day
+        let mut y: Vec<f64> = (0..1756)
+            .map(|i| 33.0 + ((i * 7919) % 7) as f64 - 3.0 + if i % 150 == 0 { 9.0 } else { 0.0 })
+            .collect();
+        y.extend((0..292).map(|i| match i % 24 {
+            23 => 13.0,
+            j => 0.33 * (j % 2) as f64,
+        }));
+        let line = Line(Arc::new(Regimes::of(&y))).forecast(&y, 288).point;
+        assert!(line.iter().all(|v| *v < 3.0), "{:?}", &line[..3]);
     }
 
     #[test]
@@ -678,7 +705,8 @@ mod tests {
             .collect();
         let ramp: Vec<f64> = (0..100).map(|i| 0.5 * i as f64 + noise(i)).collect();
         let trends = ["linear", "ets(A,A,N)", "ets(A,Ad,N)"];
-        for c in build(&excursion, excursion.len(), &[], &[], None, 48) {
+        let regimes = Arc::new(Regimes::of(&excursion));
+        for c in build(&excursion, &regimes, excursion.len(), &[], &[], None, 48) {
             if trends.contains(&c.name().as_str()) {
                 let last = excursion[99];
                 let p = c.forecast(&excursion, 150).point;

@@ -205,10 +205,18 @@ mod tests {
 
     /// The additive decomposition built beside the log one for `train`.
     fn additive_decomposition(train: &[f64], day: &[Season]) -> Box<dyn Candidate> {
-        super::super::candidates::build(train, train.len(), day, day, Some(day[0]), 48)
-            .into_iter()
-            .find(|c| c.name() == "mstl(24)+ets(A,N,N)")
-            .expect("the additive decomposition")
+        super::super::candidates::build(
+            train,
+            &std::sync::Arc::new(super::super::breaks::Regimes::of(train)),
+            train.len(),
+            day,
+            day,
+            Some(day[0]),
+            48,
+        )
+        .into_iter()
+        .find(|c| c.name() == "mstl(24)+ets(A,N,N)")
+        .expect("the additive decomposition")
     }
 
     fn worst_relative_error(c: &dyn Candidate, y: &[f64], h: usize) -> f64 {

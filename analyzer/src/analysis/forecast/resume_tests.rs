@@ -60,7 +60,15 @@ fn a_seasonal_trend_is_not_run_from_before_a_recent_resume() {
     let y = resumed(n, (n - 133 - 466, n - 133));
     let season = Season::new(65.0).unwrap();
     let train = &y[n - 2048..n - 1200];
-    for c in super::candidates::build(train, train.len(), &[season], &[season], Some(season), 240) {
+    for c in super::candidates::build(
+        train,
+        &std::sync::Arc::new(super::breaks::Regimes::of(train)),
+        train.len(),
+        &[season],
+        &[season],
+        Some(season),
+        240,
+    ) {
         if !c.name().starts_with("ets(A,A") {
             continue;
         }

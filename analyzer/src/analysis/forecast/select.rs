@@ -3,6 +3,7 @@
 //! in steps; the caller scales back.
 
 use super::bounds::Bounds;
+use super::breaks::Regimes;
 use super::candidates::{self, Candidate, Path};
 use super::censored;
 use super::clock_shift;
@@ -20,6 +21,7 @@ use super::reshaped;
 use super::validation::{self, Origins};
 use super::young;
 use super::{fits, Forecast, Seasons, FIT_POINTS};
+use std::sync::Arc;
 
 /// Evaluations the optimiser may spend per model (AICc method).
 const MAX_EVALS: usize = 40;
@@ -157,17 +159,19 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     let dominant = dominant.filter(|s| fits(train.len(), s.period()));
     // A pinned series holds its value whatever older blocks would prefer: naive is the
     // only candidate, validated like any choice for its intervals.
-    let all: Vec<Box<dyn Candidate>> = if pinned {
-        vec![Box::new(candidates::Naive)]
-    } else {
-        candidates::build(
+    // where each prefix's regime starts, found once for the candidates and the young
+    let regimes = (!pinned).then(|| Arc::new(Regimes::of(y)));
+    let all: Vec<Box<dyn Candidate>> = match &regimes {
+        None => vec![Box::new(candidates::Naive)],
+        Some(regimes) => candidates::build(
             y,
+            regimes,
             train.len(),
             &seasons,
             &decomposed,
             dominant,
             origins.steps,
-        )
+        ),
     };
     let choice = validation::choose(y, observed, &all, &origins, &post);
     let hedged = !pinned && hedge::worth_it(y, &choice, &origins, &post);
@@ -198,9 +202,10 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     // A regime that began after the last origin is validated again inside itself; not
     // where a season was detected, whose cycle no stretch shorter than it can judge.
     let choice_period = members.iter().find_map(|c| c.period());
-    let young = (open && dominant.is_none())
-        .then(|| young::young_start(y, &origins, choice_period.is_some()))
-        .flatten();
+    let young = regimes
+        .as_deref()
+        .filter(|_| open && dominant.is_none())
+        .and_then(|regimes| young::young_start(y, regimes, &origins, choice_period.is_some()));
     let settled = young.and_then(|start| {
         young::forecast(y, start, h, young::settle(y, start, h, &forecast_choice))
     });
@@ -586,6 +591,7 @@ mod tests {
             let train = &y[..origins.at[0]];
             let all = candidates::build(
                 y,
+                &Arc::new(Regimes::of(y)),
                 train.len(),
                 &seasons,
                 &seasons,

@@ -12,7 +12,7 @@
 //! new took the memory series (ramped and freed) from sMAPE 42.99 to 50.83 and MASE
 //! 5.70 to 6.18.
 
-use super::breaks::{since_last_break, LEVEL_WINDOW};
+use super::breaks::{Regimes, LEVEL_WINDOW};
 use super::candidates::{median, Path};
 use super::hedge::moves_in_steps;
 use super::pinned::{MIN_RUN, SAME};
@@ -37,15 +37,21 @@ pub enum Settled {
 }
 
 /// Where the current regime of `y` starts, if it started after the last of `origins`
-/// and holds [`MIN_YOUNG`] points: after the last break, or the last level shift where
-/// one opens a regime ([`driven_by_events`]; `seasonal`: the choice has a season).
-pub fn young_start(y: &[f64], origins: &Origins, seasonal: bool) -> Option<usize> {
+/// and holds [`MIN_YOUNG`] points: after the last break (`regimes` of `y`), or the last
+/// level shift where one opens a regime ([`driven_by_events`]; `seasonal`: the choice
+/// has a season).
+pub fn young_start(
+    y: &[f64],
+    regimes: &Regimes,
+    origins: &Origins,
+    seasonal: bool,
+) -> Option<usize> {
     let last = *origins.at.last()?;
     let shift = driven_by_events(y, origins.steps, seasonal)
         .then(|| level_shift(y, last))
         .flatten();
     // a shift within a window of the break is the break, seen blurred by the medians
-    let broke = y.len() - since_last_break(y).len();
+    let broke = y.len() - regimes.current(y).len();
     let start = match shift.filter(|&s| s > broke + SHIFT_WINDOW) {
         Some(shift) => shift,
         None if recurs(y, broke, last) => return None,
@@ -232,6 +238,7 @@ fn mean_square_step(y: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::breaks::since_last_break;
     use super::*;
     use crate::analysis::fixtures::{forecast_steps, Noise};
 
@@ -249,14 +256,17 @@ mod tests {
             at: vec![last - 100, last],
             steps: 100,
         };
-        assert_eq!(young_start(&y, &origins(880), false), Some(900));
         assert_eq!(
-            young_start(&y, &origins(900), false),
+            young_start(&y, &Regimes::of(&y), &origins(880), false),
+            Some(900)
+        );
+        assert_eq!(
+            young_start(&y, &Regimes::of(&y), &origins(900), false),
             None,
             "validated on it"
         );
         assert_eq!(
-            young_start(&y[..910], &origins(880), false),
+            young_start(&y[..910], &Regimes::of(&y[..910]), &origins(880), false),
             None,
             "too short"
         );
@@ -316,10 +326,18 @@ mod tests {
         assert_young_near(&y, &origins, 900);
         // the same load without the shift: no young regime
         let flat = held_then_load(1000, (600, 100.0), 67.0, None, 11);
-        assert_eq!(young_start(&flat, &origins, false), None);
+        assert_eq!(
+            young_start(&flat, &Regimes::of(&flat), &origins, false),
+            None
+        );
         // the shift on continuous traffic (no held stretch): a wander, not a regime
         assert_eq!(
-            young_start(&y[600..], &origins_less(&origins, 600), false),
+            young_start(
+                &y[600..],
+                &Regimes::of(&y[600..]),
+                &origins_less(&origins, 600),
+                false
+            ),
             None
         );
         assert!(level_shift(&y[600..], 280).is_some());
@@ -347,12 +365,17 @@ mod tests {
         };
         assert_young_near(&y, &origins, 1900);
         // forecast with a season, the step may be the cycle's own ramp
-        assert_eq!(young_start(&y, &origins, true), None);
+        assert_eq!(young_start(&y, &Regimes::of(&y), &origins, true), None);
         // the same load never held at one value (cut at 300), or idle for less than
         // the horizon (cut at 100: 200 steps at 0): continuous traffic, a wander
         for cut in [300, 100] {
             assert_eq!(
-                young_start(&y[cut..], &origins_less(&origins, cut), false),
+                young_start(
+                    &y[cut..],
+                    &Regimes::of(&y[cut..]),
+                    &origins_less(&origins, cut),
+                    false
+                ),
                 None
             );
         }
@@ -379,7 +402,7 @@ mod tests {
 
     /// Asserts that `y` has a young regime starting within two steps of `at`.
     fn assert_young_near(y: &[f64], origins: &Origins, at: usize) {
-        let start = young_start(y, origins, false).expect("young");
+        let start = young_start(y, &Regimes::of(y), origins, false).expect("young");
         assert!(start.abs_diff(at) <= 2, "{start}");
     }
 
@@ -405,12 +428,15 @@ mod tests {
             30,
             "the reset at 480 is a break"
         );
-        assert_eq!(young_start(&y, &origins, false), None);
+        assert_eq!(young_start(&y, &Regimes::of(&y), &origins, false), None);
         // a first drop of its size (a job that frees twice what it ever freed) is new
         let mut fresh = y.clone();
         fresh[480..].iter_mut().for_each(|v| *v -= 200.0);
         assert!(recurs(&y, 480, 460) && !recurs(&fresh, 480, 460));
-        assert_eq!(young_start(&fresh, &origins, false), Some(480));
+        assert_eq!(
+            young_start(&fresh, &Regimes::of(&fresh), &origins, false),
+            Some(480)
+        );
     }
 
     #[test]
@@ -431,7 +457,10 @@ mod tests {
             steps: 100,
         };
         assert!(!recurs(&y, 900, 880));
-        assert_eq!(young_start(&y, &origins, false), Some(900));
+        assert_eq!(
+            young_start(&y, &Regimes::of(&y), &origins, false),
+            Some(900)
+        );
         // the same jump landing at the old load (a job restarting as before) recurs
         let mut again = y.clone();
         again[900..]
@@ -439,7 +468,10 @@ mod tests {
             .zip(&e[900..])
             .for_each(|(v, e)| *v = 98.0 + 2.0 * e);
         assert!(recurs(&again, 900, 880));
-        assert_eq!(young_start(&again, &origins, false), None);
+        assert_eq!(
+            young_start(&again, &Regimes::of(&again), &origins, false),
+            None
+        );
     }
 
     #[test]
