@@ -215,8 +215,8 @@ fn beyond_earlier(y: &[f64]) -> Vec<(usize, f64)> {
             if largest.len() == most {
                 largest.remove(0);
             }
-            let at = largest.partition_point(|&k| k < key);
-            largest.insert(at, key);
+            let slot = largest.partition_point(|&kept| kept < key);
+            largest.insert(slot, key);
             limit = None;
         }
     }
@@ -402,7 +402,7 @@ mod tests {
         );
     }
 
-    /// A machine busy near 33% (steps of up to ±3, a rare one of 9) for `busy` steps,
+    /// A machine busy near 33% (30 to 36, a rare step of 9 more) for `busy` steps,
     /// then idle at 0 or 0.33 with a spike of 13 every 24 steps for `idle` steps.
     fn gone_idle(busy: usize, idle: usize) -> Vec<f64> {
         let mut y: Vec<f64> = (0..busy)

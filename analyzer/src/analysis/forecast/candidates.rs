@@ -678,7 +678,7 @@ mod tests {
 
     #[test]
     fn the_line_after_a_fall_that_later_spikes_would_hide_runs_from_where_it_fell() {
-        // 5 min CPU busy near 33% (steps of up to 6, a rare one of 9), then idle at 0
+        // 5 min CPU busy near 33% (30 to 36, a rare step of 9 more), then idle at 0
         // or 0.33 with a spike of 13 every two hours for 292 steps (as NAB's
         // grok_asg_anomaly did): the spikes make more than the top 1% of the
         // steps, so against the whole's scale the fall of 31 was no break, and the line
