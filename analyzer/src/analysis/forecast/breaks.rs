@@ -84,6 +84,7 @@ impl SeriesSteps {
         let mut steps: Vec<(i64, usize)> = (1..series.len())
             .map(|t| (order_key((series[t] - series[t - 1]).abs()), t))
             .collect();
+        let beyond_earlier = beyond_earlier(steps.iter().map(|&(key, _)| key));
         let kept = (steps.len() / LARGEST_SHARE + 1).min(steps.len());
         if kept < steps.len() {
             steps.select_nth_unstable_by(kept, |a, b| b.cmp(a));
@@ -94,7 +95,7 @@ impl SeriesSteps {
             series: series.to_vec(),
             largest: steps,
             held: runs(series, 0.0).filter(|r| r.len() >= MIN_RUN).collect(),
-            beyond_earlier: beyond_earlier(series),
+            beyond_earlier,
         }
     }
 
@@ -172,7 +173,11 @@ fn regime_start(y: &[f64]) -> usize {
     let jump = (1..y.len())
         .rev()
         .find(|&t| (y[t] - y[t - 1]).abs() > limit && breaks_regime(y, t, limit));
-    let jump = jump.max(last_break_beyond_earlier(y, beyond_earlier(y).into_iter()));
+    let keys = y.windows(2).map(|w| order_key((w[1] - w[0]).abs()));
+    let jump = jump.max(last_break_beyond_earlier(
+        y,
+        beyond_earlier(keys).into_iter(),
+    ));
     jump.unwrap_or(0)
         .max(held_boundary(y, runs(y, 0.0)).unwrap_or(0))
 }
@@ -187,19 +192,19 @@ pub const MIN_EARLIER: usize = 100;
 /// a machine gone idle at 0 from 33% whose idle load spikes to 13 every two hours has
 /// as many such steps in its last day as make the top 1% of the window, and a fall of
 /// 31 is then less than four of them. Against the steps it followed it is a break.
-fn beyond_earlier(y: &[f64]) -> Vec<(usize, f64)> {
+/// `steps` are the [`order_key`]s of the step sizes, the first the step into 1.
+fn beyond_earlier(steps: impl ExactSizeIterator<Item = i64>) -> Vec<(usize, f64)> {
     let mut out = Vec::new();
-    if y.len() <= MIN_EARLIER + 1 {
+    if steps.len() <= MIN_EARLIER {
         return out;
     }
     // A prefix's large step is its k-th largest step, k at most the whole's: it is
     // among the `most` largest steps so far, which most steps are too small to join.
-    let most = large_step_from_top(y.len() - 2);
+    let most = large_step_from_top(steps.len() - 1);
     let mut largest: Vec<i64> = Vec::with_capacity(most + 1);
     // the rank of the large step of the steps before `t`, and its limit while it holds
     let (mut k, mut limit) = (0, None);
-    for t in 1..y.len() {
-        let key = order_key((y[t] - y[t - 1]).abs());
+    for (key, t) in steps.zip(1..) {
         if t > MIN_EARLIER {
             let rank = large_step_from_top(t - 1);
             if rank != k {
@@ -440,7 +445,8 @@ mod tests {
                 .map(|t| (t, BREAK_STEPS * large_step((1..t).map(size))))
                 .filter(|&(t, limit)| size(t) > limit)
                 .collect();
-            assert_eq!(beyond_earlier(y), want);
+            let keys = y.windows(2).map(|w| order_key((w[1] - w[0]).abs()));
+            assert_eq!(beyond_earlier(keys), want);
             found += want.len();
         }
         assert!(found >= 3, "the fall, the calm's end and a burst: {found}");
