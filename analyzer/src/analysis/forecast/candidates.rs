@@ -44,6 +44,10 @@ pub trait Candidate: Send + Sync {
     fn period(&self) -> Option<f64> {
         None
     }
+    /// Whether this is a baseline (naive, seasonal-naive) that a forecast must beat.
+    fn is_baseline(&self) -> bool {
+        false
+    }
     /// Forecasts `h` steps after `y`.
     fn forecast(&self, y: &[f64], h: usize) -> Path;
     /// Forecasts `h` steps from each origin (a prefix length of `y`).
@@ -58,6 +62,9 @@ pub struct Naive;
 impl Candidate for Naive {
     fn name(&self) -> String {
         "naive".into()
+    }
+    fn is_baseline(&self) -> bool {
+        true
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let last = y.last().copied().unwrap_or(0.0);
@@ -80,6 +87,9 @@ impl Candidate for SeasonalNaive {
     }
     fn period(&self) -> Option<f64> {
         Some(self.0.period())
+    }
+    fn is_baseline(&self) -> bool {
+        true
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let n = y.len();

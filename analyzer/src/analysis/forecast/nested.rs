@@ -8,33 +8,43 @@
 //! one model wins every way (a stable daily shape at 1 min) they are the same errors.
 
 use super::candidates::Path;
-use super::validation::{pick, standardise};
+use super::validation::{pick, standardise, Backtest};
 
 /// Standardised errors against `truth` of the choice made on `y` without each origin,
-/// on that origin, from every candidate's validation `paths` (one per origin of
+/// on that origin, from every candidate's validation forecasts (one path per origin of
 /// `origins`); with a single origin there is nothing to hold out and the errors of
 /// `chosen` are returned. `truth` is `y` but where `y` had its holidays made ordinary.
 pub fn standardised(
     y: &[f64],
     truth: &[f64],
     origins: &[usize],
-    paths: &[&[Path]],
+    tests: &[Backtest],
     chosen: &[Path],
+    slack: f64,
 ) -> Vec<f64> {
-    if origins.len() < 2 || paths.is_empty() {
+    if origins.len() < 2 || tests.is_empty() {
         return standardise(truth, origins, chosen);
     }
     (0..origins.len())
         .flat_map(|held| {
-            let path = chosen_without(y, origins, paths, held);
+            let path = chosen_without(y, origins, tests, held, slack);
             standardise(truth, &origins[held..=held], std::slice::from_ref(&path))
         })
         .collect()
 }
 
-/// The forecast at origin `held` of the choice made on the other origins.
-fn chosen_without(y: &[f64], origins: &[usize], paths: &[&[Path]], held: usize) -> Path {
-    pick(y, origins, paths, Some(held)).paths.swap_remove(held)
+/// The forecast at origin `held` of the choice made on the other origins, a mean of
+/// seasonal models given `slack` over the best.
+pub(super) fn chosen_without(
+    y: &[f64],
+    origins: &[usize],
+    tests: &[Backtest],
+    held: usize,
+    slack: f64,
+) -> Path {
+    pick(y, origins, tests, Some(held), slack)
+        .paths
+        .swap_remove(held)
 }
 
 #[cfg(test)]
@@ -57,17 +67,17 @@ mod tests {
         let origins = [4, 6];
         let a = vec![path(vec![2.0, 2.0]), path(vec![0.0, 0.0])];
         let b = vec![path(vec![1.0, 1.0]), path(vec![1.0, 1.0])];
-        let paths: Vec<&[Path]> = vec![&a, &b];
+        let paths = [Backtest::other(&a), Backtest::other(&b)];
         // held out origin 0: chosen on origin 1, A (exact) -> errors 2, 2 at origin 0;
         // held out origin 1: chosen on origin 0, B (1 < 2) -> errors 1, 1 at origin 1
-        let s = standardised(&y, &y, &origins, &paths, &a);
+        let s = standardised(&y, &y, &origins, &paths, &a, 1.0);
         assert_eq!(s, vec![2.0, 2.0, 1.0, 1.0]);
         // the winner's own errors, which the bands used to be sized on, are smaller
         let own = standardise(&y, &origins, &a);
         assert_eq!(own, vec![2.0, 2.0, 0.0, 0.0]);
         // one origin: nothing to hold out
         assert_eq!(
-            standardised(&y, &y, &origins[..1], &paths, &a[..1]),
+            standardised(&y, &y, &origins[..1], &paths, &a[..1], 1.0),
             vec![2.0, 2.0]
         );
     }

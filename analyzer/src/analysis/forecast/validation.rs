@@ -5,8 +5,10 @@
 //! (hv = the horizon, at most a quarter of the data). The error is the mean absolute
 //! error over all origins and steps, the most recent origins weighted most; ties go to the earlier (simpler) candidate, so a
 //! model is never chosen over seasonal-naive unless it did strictly better. The mean
-//! of the three best is a candidate too (forecast combination), chosen only when it
-//! beats the best single model. The chosen model's standardised validation errors
+//! of the three best is a candidate too (forecast combination), chosen where it beats
+//! the best single model, or where all three model a season (seasonal-naive aside),
+//! it errs at most [`SEASONAL_SLACK`] times the best, and choices made so would have
+//! forecast held-out origins better. The chosen model's standardised validation errors
 //! calibrate its prediction intervals.
 
 use super::candidates::{Candidate, Path};
@@ -16,6 +18,14 @@ use super::nested;
 pub const ORIGINS: usize = 4;
 /// Models averaged by the combination.
 pub const COMBINED: usize = 3;
+/// How much more than the best single model a mean of three seasonal models may err in
+/// validation and still be used. Four origins are few: the best of twenty candidates
+/// there is partly the luckiest, and models of one seasonal series that validate about
+/// as well err apart, so their mean forecasts real hourly loads better than the winner
+/// alone. Not for models without a season (the mean of an idle series' median and its
+/// last value is a level that neither sees), nor for seasonal-naive, which copies the
+/// last cycle with any glitch in it that validation never saw.
+pub const SEASONAL_SLACK: f64 = 1.15;
 /// Fewest standardised errors beyond a band's quantile for the band to be narrowed
 /// below the model's own; with fewer, the analytic width is only ever widened. Four
 /// origins of a 48 h horizon leave about ten beyond the 95% quantile, from four
@@ -43,6 +53,38 @@ impl Origins {
             .filter(|&o| o >= min_train)
             .collect();
         (!at.is_empty()).then_some(Origins { at, steps })
+    }
+}
+
+/// One candidate's validation forecasts and what kind of model made them.
+#[derive(Debug, Clone, Copy)]
+pub struct Backtest<'a> {
+    /// The forecast from each origin.
+    pub paths: &'a [Path],
+    /// Whether the model carries a season.
+    pub seasonal: bool,
+    /// Whether it is a baseline (naive, seasonal-naive).
+    pub baseline: bool,
+}
+
+impl<'a> Backtest<'a> {
+    /// The validation forecasts of `candidate`, from `paths`.
+    pub fn of(candidate: &dyn Candidate, paths: &'a [Path]) -> Self {
+        Backtest {
+            paths,
+            seasonal: candidate.period().is_some(),
+            baseline: candidate.is_baseline(),
+        }
+    }
+
+    /// Forecasts by a model without a season that is no baseline.
+    #[cfg(test)]
+    pub fn other(paths: &'a [Path]) -> Self {
+        Backtest {
+            paths,
+            seasonal: false,
+            baseline: false,
+        }
     }
 }
 
@@ -79,10 +121,15 @@ pub fn choose(
             paths
         })
         .collect();
-    let all: Vec<&[Path]> = scored.iter().map(|p| &p[..]).collect();
-    let pick = pick(y, &origins.at, &all, None);
+    let all: Vec<Backtest> = candidates
+        .iter()
+        .zip(&scored)
+        .map(|(c, p)| Backtest::of(c.as_ref(), p))
+        .collect();
+    let slack = slack(y, &origins.at, &all);
+    let pick = pick(y, &origins.at, &all, None, slack);
     Choice {
-        standardised: nested::standardised(y, truth, &origins.at, &all, &pick.paths),
+        standardised: nested::standardised(y, truth, &origins.at, &all, &pick.paths, slack),
         members: pick.members,
         mae: pick.mae,
         candidate_mae: pick.candidate_mae,
@@ -102,23 +149,55 @@ pub(super) struct Pick {
     pub candidate_mae: Vec<f64>,
 }
 
-/// From every candidate's validation `paths` (one per origin): the candidate with the
-/// lowest [`mae_without`] origin `held`, or the best [`COMBINED`] that forecast unlike
-/// each other, where their mean errs less.
-pub(super) fn pick(y: &[f64], origins: &[usize], paths: &[&[Path]], held: Option<usize>) -> Pick {
-    let candidate_mae: Vec<f64> = paths
+/// The slack a mean of seasonal models is given over the best single model's error:
+/// [`SEASONAL_SLACK`] where, with each origin held out in turn and the choice made on
+/// the others, the choices it allows erred less on the held-out origins than those
+/// made without it, else none (1). Where large errors that every model shares (a job
+/// stopping) dominate the validation error, the mean and the best model look alike,
+/// but the origins without them show which one was right.
+fn slack(y: &[f64], origins: &[usize], tests: &[Backtest]) -> f64 {
+    let strict = pick(y, origins, tests, None, 1.0);
+    let loose = pick(y, origins, tests, None, SEASONAL_SLACK);
+    if strict.members == loose.members || origins.len() < 2 {
+        return 1.0;
+    }
+    let held_out = |slack: f64| {
+        let paths: Vec<Path> = (0..origins.len())
+            .map(|held| nested::chosen_without(y, origins, tests, held, slack))
+            .collect();
+        mae(y, origins, &paths)
+    };
+    if held_out(SEASONAL_SLACK) < held_out(1.0) {
+        SEASONAL_SLACK
+    } else {
+        1.0
+    }
+}
+
+/// From every candidate's validation forecasts (one path per origin): the candidate
+/// with the lowest [`mae_without`] origin `held`, or the best [`COMBINED`] that
+/// forecast unlike each other, where their mean errs less or, for seasonal models,
+/// within `slack` of the best ([`seasonal_enough`]).
+pub(super) fn pick(
+    y: &[f64],
+    origins: &[usize],
+    tests: &[Backtest],
+    held: Option<usize>,
+    slack: f64,
+) -> Pick {
+    let candidate_mae: Vec<f64> = tests
         .iter()
-        .map(|p| mae_without(y, origins, p, held))
+        .map(|t| mae_without(y, origins, t.paths, held))
         .collect();
-    let mut order: Vec<usize> = (0..paths.len()).collect();
+    let mut order: Vec<usize> = (0..tests.len()).collect();
     // Stable: among equal errors the earlier candidate stays first.
     order.sort_by(|a, b| candidate_mae[*a].total_cmp(&candidate_mae[*b]));
     let best = order[0];
-    let top = distinct_best(&order, paths);
+    let top = distinct_best(&order, tests);
     if top.len() == COMBINED {
-        let combined = average(top.iter().map(|&i| paths[i]));
+        let combined = average(top.iter().map(|&i| tests[i].paths));
         let mae = mae_without(y, origins, &combined, held);
-        if mae < candidate_mae[best] {
+        if mae < candidate_mae[best] || seasonal_enough(mae, slack, &top, tests, &candidate_mae) {
             return Pick {
                 members: top.to_vec(),
                 mae,
@@ -130,21 +209,38 @@ pub(super) fn pick(y: &[f64], origins: &[usize], paths: &[&[Path]], held: Option
     Pick {
         members: vec![best],
         mae: candidate_mae[best],
-        paths: paths[best].to_vec(),
+        paths: tests[best].paths.to_vec(),
         candidate_mae,
     }
+}
+
+/// Whether `top` are seasonal models other than the baselines whose mean, erring `mae`
+/// in validation, is within `slack` times the best single model's error. A baseline
+/// outside `top` errs at least as much as each member, so the mean never lost to it.
+fn seasonal_enough(
+    mae: f64,
+    slack: f64,
+    top: &[usize],
+    tests: &[Backtest],
+    candidate_mae: &[f64],
+) -> bool {
+    let best = candidate_mae[top[0]]; // `top` is in order of error
+    top.iter().all(|&i| tests[i].seasonal && !tests[i].baseline) && mae < slack * best
 }
 
 /// The first [`COMBINED`] of `order` whose validation `paths` differ: candidates that
 /// forecast alike (a seasonal median that found no change of shape, and the plain one)
 /// count once in a combination, where a copy adds weight but no view.
-fn distinct_best(order: &[usize], paths: &[&[Path]]) -> Vec<usize> {
+fn distinct_best(order: &[usize], tests: &[Backtest]) -> Vec<usize> {
     let mut top: Vec<usize> = Vec::with_capacity(COMBINED);
     for &i in order {
         if top.len() == COMBINED {
             break;
         }
-        if top.iter().all(|&j| !same_points(paths[i], paths[j])) {
+        if top
+            .iter()
+            .all(|&j| !same_points(tests[i].paths, tests[j].paths))
+        {
             top.push(i);
         }
     }
@@ -264,13 +360,55 @@ mod tests {
             }]
         };
         let paths = [at(1.0), at(1.0), at(-1.2), at(5.0)];
-        let all: Vec<&[Path]> = paths.iter().map(|p| &p[..]).collect();
-        let chosen = pick(&y, &[4], &all, None);
+        let all: Vec<Backtest> = paths.iter().map(|p| Backtest::other(p)).collect();
+        let chosen = pick(&y, &[4], &all, None, SEASONAL_SLACK);
         assert_eq!(chosen.members, vec![0], "the best single model");
         // with three unlike ones the combination is chosen as before
         let paths = [at(1.0), at(0.9), at(-1.2), at(5.0)];
-        let all: Vec<&[Path]> = paths.iter().map(|p| &p[..]).collect();
-        assert_eq!(pick(&y, &[4], &all, None).members, vec![1, 0, 2]);
+        let all: Vec<Backtest> = paths.iter().map(|p| Backtest::other(p)).collect();
+        assert_eq!(
+            pick(&y, &[4], &all, None, SEASONAL_SLACK).members,
+            vec![1, 0, 2]
+        );
+    }
+
+    #[test]
+    fn three_seasonal_models_near_the_best_are_averaged_but_not_with_a_baseline() {
+        // truth 0, one origin of four steps; every model errs on the same side, so the
+        // mean of the best three errs more than the best alone (1.0)
+        let y = vec![0.0; 8];
+        let at = |v: f64| {
+            vec![Path {
+                point: vec![v; 4],
+                var: vec![1.0; 4],
+            }]
+        };
+        let members = |errors: [f64; 4], seasonal: bool, baseline: [bool; 4]| {
+            let paths: Vec<Vec<Path>> = errors.iter().map(|&e| at(e)).collect();
+            let tests: Vec<Backtest> = paths
+                .iter()
+                .zip(baseline)
+                .map(|(p, baseline)| Backtest {
+                    paths: p,
+                    seasonal,
+                    baseline,
+                })
+                .collect();
+            pick(&y, &[4], &tests, None, SEASONAL_SLACK).members
+        };
+        // seasonal models at 1.0, 1.05 and 1.1 (mean 1.05, within 15%); naive at 3
+        let naive_last = [false, false, false, true];
+        assert_eq!(
+            members([1.0, 1.05, 1.1, 3.0], true, naive_last),
+            vec![0, 1, 2]
+        );
+        // the same errors from models without a season: the best alone
+        assert_eq!(members([1.0, 1.05, 1.1, 3.0], false, naive_last), vec![0]);
+        // seasonal-naive among the three: the best alone
+        let snaive_second = [false, true, false, false];
+        assert_eq!(members([1.0, 1.04, 1.1, 3.0], true, snaive_second), vec![0]);
+        // farther apart (mean 1.2): the best alone
+        assert_eq!(members([1.0, 1.2, 1.4, 3.0], true, naive_last), vec![0]);
     }
 
     #[test]
@@ -310,5 +448,59 @@ mod tests {
         // with 1,000 such errors, 50 lie beyond it: the 95% band narrows too
         let s: Vec<f64> = (1..=1000).map(|i| i as f64 / 1000.0).collect();
         assert!((calibration(&s, 0.95, 1.96) - 0.95 / 1.96).abs() < 1e-9);
+    }
+
+    /// A seasonal model (no baseline) whose validation forecasts are given: a constant
+    /// per origin.
+    struct Given(Vec<Path>);
+
+    impl Candidate for Given {
+        fn name(&self) -> String {
+            "given".into()
+        }
+        fn period(&self) -> Option<f64> {
+            Some(2.0)
+        }
+        fn forecast(&self, _: &[f64], _: usize) -> Path {
+            self.0[0].clone()
+        }
+        fn backtest(&self, _: &[f64], _: &[usize], _: usize) -> Vec<Path> {
+            self.0.clone()
+        }
+    }
+
+    /// The members chosen among seasonal models erring by the given amounts at three
+    /// origins of two steps (weighted 1, 2, 4) on a series of zeros.
+    fn chosen(errors: [[f64; 3]; 3]) -> Vec<usize> {
+        let all: Vec<Box<dyn Candidate>> = errors
+            .iter()
+            .map(|e| {
+                let paths = e
+                    .iter()
+                    .map(|&v| Path {
+                        point: vec![v; 2],
+                        var: vec![1.0; 2],
+                    })
+                    .collect();
+                Box::new(Given(paths)) as Box<dyn Candidate>
+            })
+            .collect();
+        let origins = Origins {
+            at: vec![4, 6, 8],
+            steps: 2,
+        };
+        choose(&[0.0; 10], &[0.0; 10], &all, &origins, &|_| {}).members
+    }
+
+    #[test]
+    fn a_mean_of_seasonal_models_is_used_where_it_forecast_held_out_origins_better() {
+        // A errs least in validation (0.29, B 0.5, C 0.71, their mean 0.31); chosen on
+        // two origins and scored on the third, the mean erred less (0.55 against 0.74)
+        let apart = [[0.0, -1.0, 0.0], [1.5, 0.0, -0.5], [2.0, 1.5, 0.0]];
+        assert_eq!(chosen(apart), vec![0, 1, 2]);
+        // all three miss origins 0 and 2 by 8 alike (a job that stopped): the mean is
+        // within 4% of A overall, but origin 1 shows A right (0 against 0.73)
+        let shared = [[8.0, 0.0, 8.0], [8.0, 1.0, 8.0], [8.0, 1.2, 8.0]];
+        assert_eq!(chosen(shared), vec![0]);
     }
 }
