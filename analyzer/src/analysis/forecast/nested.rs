@@ -8,43 +8,41 @@
 //! one model wins every way (a stable daily shape at 1 min) they are the same errors.
 
 use super::candidates::Path;
-use super::validation::{pick, standardise, Backtest};
+use super::validation::{pick, standardise, Backtest, Pick};
 
-/// Standardised errors against `truth` of the choice made on `y` without each origin,
-/// on that origin, from every candidate's validation forecasts (one path per origin of
-/// `origins`); with a single origin there is nothing to hold out and the errors of
-/// `chosen` are returned. `truth` is `y` but where `y` had its holidays made ordinary.
-pub fn standardised(
-    y: &[f64],
-    truth: &[f64],
-    origins: &[usize],
-    tests: &[Backtest],
-    chosen: &[Path],
-    slack: f64,
-) -> Vec<f64> {
+/// The choices made on all origins but one, each origin held out in turn; none with a
+/// single origin, where there is nothing to hold out.
+pub(super) fn held_out(y: &[f64], origins: &[usize], tests: &[Backtest]) -> Vec<Pick> {
     if origins.len() < 2 || tests.is_empty() {
-        return standardise(truth, origins, chosen);
+        return Vec::new();
     }
     (0..origins.len())
-        .flat_map(|held| {
-            let path = chosen_without(y, origins, tests, held, slack);
-            standardise(truth, &origins[held..=held], std::slice::from_ref(&path))
-        })
+        .map(|held| pick(y, origins, tests, Some(held)))
         .collect()
 }
 
-/// The forecast at origin `held` of the choice made on the other origins, a mean of
-/// seasonal models given `slack` over the best.
-pub(super) fn chosen_without(
-    y: &[f64],
+/// Standardised errors against `truth` of each choice in `held` (from [`held_out`]) on
+/// the origin it was made without, with or without the combination's `slack`; with
+/// none, the errors of `chosen`. `truth` is the series but where it had its holidays
+/// made ordinary.
+pub(super) fn standardised(
+    truth: &[f64],
     origins: &[usize],
+    held: &[Pick],
     tests: &[Backtest],
-    held: usize,
-    slack: f64,
-) -> Path {
-    pick(y, origins, tests, Some(held), slack)
-        .paths
-        .swap_remove(held)
+    slack: bool,
+    chosen: &[Path],
+) -> Vec<f64> {
+    if held.is_empty() {
+        return standardise(truth, origins, chosen);
+    }
+    held.iter()
+        .enumerate()
+        .flat_map(|(k, p)| {
+            let path = p.path(k, slack, tests);
+            standardise(truth, &origins[k..=k], std::slice::from_ref(path))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -70,14 +68,22 @@ mod tests {
         let paths = [Backtest::other(&a), Backtest::other(&b)];
         // held out origin 0: chosen on origin 1, A (exact) -> errors 2, 2 at origin 0;
         // held out origin 1: chosen on origin 0, B (1 < 2) -> errors 1, 1 at origin 1
-        let s = standardised(&y, &y, &origins, &paths, &a, 1.0);
+        let held = held_out(&y, &origins, &paths);
+        let s = standardised(&y, &origins, &held, &paths, false, &a);
         assert_eq!(s, vec![2.0, 2.0, 1.0, 1.0]);
         // the winner's own errors, which the bands used to be sized on, are smaller
         let own = standardise(&y, &origins, &a);
         assert_eq!(own, vec![2.0, 2.0, 0.0, 0.0]);
         // one origin: nothing to hold out
         assert_eq!(
-            standardised(&y, &y, &origins[..1], &paths, &a[..1], 1.0),
+            standardised(
+                &y,
+                &origins[..1],
+                &held_out(&y, &origins[..1], &paths),
+                &paths,
+                false,
+                &a[..1]
+            ),
             vec![2.0, 2.0]
         );
     }

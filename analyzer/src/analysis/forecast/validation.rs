@@ -126,10 +126,12 @@ pub fn choose(
         .zip(&scored)
         .map(|(c, p)| Backtest::of(c.as_ref(), p))
         .collect();
-    let slack = slack(y, &origins.at, &all);
-    let pick = pick(y, &origins.at, &all, None, slack);
+    let pick = pick(y, &origins.at, &all, None);
+    let held = nested::held_out(y, &origins.at, &all);
+    let slack = pick.by_slack && slack_helps(y, &origins.at, &held, &all);
+    let pick = if slack { pick } else { pick.strict(&all) };
     Choice {
-        standardised: nested::standardised(y, truth, &origins.at, &all, &pick.paths, slack),
+        standardised: nested::standardised(truth, &origins.at, &held, &all, slack, &pick.paths),
         members: pick.members,
         mae: pick.mae,
         candidate_mae: pick.candidate_mae,
@@ -147,44 +149,60 @@ pub(super) struct Pick {
     pub paths: Vec<Path>,
     /// The validation error of every candidate, in candidate order.
     pub candidate_mae: Vec<f64>,
+    /// The best single candidate.
+    pub single: usize,
+    /// Whether the mean was chosen only for [`SEASONAL_SLACK`]: without it, `single`.
+    pub by_slack: bool,
 }
 
-/// The slack a mean of seasonal models is given over the best single model's error:
-/// [`SEASONAL_SLACK`] where, with each origin held out in turn and the choice made on
-/// the others, the choices it allows erred less on the held-out origins than those
-/// made without it, else none (1). Where large errors that every model shares (a job
-/// stopping) dominate the validation error, the mean and the best model look alike,
-/// but the origins without them show which one was right.
-fn slack(y: &[f64], origins: &[usize], tests: &[Backtest]) -> f64 {
-    let strict = pick(y, origins, tests, None, 1.0);
-    let loose = pick(y, origins, tests, None, SEASONAL_SLACK);
-    if strict.members == loose.members || origins.len() < 2 {
-        return 1.0;
+impl Pick {
+    /// The forecast from origin `k`: without the slack, the best single model's where
+    /// the mean was chosen only for it.
+    pub fn path<'a>(&'a self, k: usize, slack: bool, tests: &[Backtest<'a>]) -> &'a Path {
+        if self.by_slack && !slack {
+            &tests[self.single].paths[k]
+        } else {
+            &self.paths[k]
+        }
     }
-    let held_out = |slack: f64| {
-        let paths: Vec<Path> = (0..origins.len())
-            .map(|held| nested::chosen_without(y, origins, tests, held, slack))
+
+    /// The choice as it is without the slack.
+    fn strict(self, tests: &[Backtest]) -> Pick {
+        if !self.by_slack {
+            return self;
+        }
+        Pick {
+            members: vec![self.single],
+            mae: self.candidate_mae[self.single],
+            paths: tests[self.single].paths.to_vec(),
+            by_slack: false,
+            ..self
+        }
+    }
+}
+
+/// Whether the choices made on all origins but one (`held`, one per origin) forecast
+/// the held-out origins better with [`SEASONAL_SLACK`] than without it. Where large
+/// errors that every model shares (a job stopping) dominate the validation error, the
+/// mean and the best model look alike, but the origins without them show which one was
+/// right.
+fn slack_helps(y: &[f64], origins: &[usize], held: &[Pick], tests: &[Backtest]) -> bool {
+    let held_out = |slack: bool| {
+        let paths: Vec<Path> = held
+            .iter()
+            .enumerate()
+            .map(|(k, p)| p.path(k, slack, tests).clone())
             .collect();
         mae(y, origins, &paths)
     };
-    if held_out(SEASONAL_SLACK) < held_out(1.0) {
-        SEASONAL_SLACK
-    } else {
-        1.0
-    }
+    !held.is_empty() && held_out(true) < held_out(false)
 }
 
 /// From every candidate's validation forecasts (one path per origin): the candidate
 /// with the lowest [`mae_without`] origin `held`, or the best [`COMBINED`] that
 /// forecast unlike each other, where their mean errs less or, for seasonal models,
-/// within `slack` of the best ([`seasonal_enough`]).
-pub(super) fn pick(
-    y: &[f64],
-    origins: &[usize],
-    tests: &[Backtest],
-    held: Option<usize>,
-    slack: f64,
-) -> Pick {
+/// not much more ([`seasonal_enough`]).
+pub(super) fn pick(y: &[f64], origins: &[usize], tests: &[Backtest], held: Option<usize>) -> Pick {
     let candidate_mae: Vec<f64> = tests
         .iter()
         .map(|t| mae_without(y, origins, t.paths, held))
@@ -197,12 +215,15 @@ pub(super) fn pick(
     if top.len() == COMBINED {
         let combined = average(top.iter().map(|&i| tests[i].paths));
         let mae = mae_without(y, origins, &combined, held);
-        if mae < candidate_mae[best] || seasonal_enough(mae, slack, &top, tests, &candidate_mae) {
+        let better = mae < candidate_mae[best];
+        if better || seasonal_enough(mae, &top, tests, &candidate_mae) {
             return Pick {
                 members: top.to_vec(),
                 mae,
                 paths: combined,
                 candidate_mae,
+                single: best,
+                by_slack: !better,
             };
         }
     }
@@ -211,21 +232,18 @@ pub(super) fn pick(
         mae: candidate_mae[best],
         paths: tests[best].paths.to_vec(),
         candidate_mae,
+        single: best,
+        by_slack: false,
     }
 }
 
 /// Whether `top` are seasonal models other than the baselines whose mean, erring `mae`
-/// in validation, is within `slack` times the best single model's error. A baseline
-/// outside `top` errs at least as much as each member, so the mean never lost to it.
-fn seasonal_enough(
-    mae: f64,
-    slack: f64,
-    top: &[usize],
-    tests: &[Backtest],
-    candidate_mae: &[f64],
-) -> bool {
+/// in validation, is within [`SEASONAL_SLACK`] times the best single model's error. A
+/// baseline outside `top` errs at least as much as each member, so the mean never lost
+/// to it.
+fn seasonal_enough(mae: f64, top: &[usize], tests: &[Backtest], candidate_mae: &[f64]) -> bool {
     let best = candidate_mae[top[0]]; // `top` is in order of error
-    top.iter().all(|&i| tests[i].seasonal && !tests[i].baseline) && mae < slack * best
+    top.iter().all(|&i| tests[i].seasonal && !tests[i].baseline) && mae < SEASONAL_SLACK * best
 }
 
 /// The first [`COMBINED`] of `order` whose validation `paths` differ: candidates that
@@ -361,15 +379,12 @@ mod tests {
         };
         let paths = [at(1.0), at(1.0), at(-1.2), at(5.0)];
         let all: Vec<Backtest> = paths.iter().map(|p| Backtest::other(p)).collect();
-        let chosen = pick(&y, &[4], &all, None, SEASONAL_SLACK);
+        let chosen = pick(&y, &[4], &all, None);
         assert_eq!(chosen.members, vec![0], "the best single model");
         // with three unlike ones the combination is chosen as before
         let paths = [at(1.0), at(0.9), at(-1.2), at(5.0)];
         let all: Vec<Backtest> = paths.iter().map(|p| Backtest::other(p)).collect();
-        assert_eq!(
-            pick(&y, &[4], &all, None, SEASONAL_SLACK).members,
-            vec![1, 0, 2]
-        );
+        assert_eq!(pick(&y, &[4], &all, None).members, vec![1, 0, 2]);
     }
 
     #[test]
@@ -394,7 +409,7 @@ mod tests {
                     baseline,
                 })
                 .collect();
-            pick(&y, &[4], &tests, None, SEASONAL_SLACK).members
+            pick(&y, &[4], &tests, None).members
         };
         // seasonal models at 1.0, 1.05 and 1.1 (mean 1.05, within 15%); naive at 3
         let naive_last = [false, false, false, true];
