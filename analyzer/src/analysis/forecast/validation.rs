@@ -58,7 +58,7 @@ impl Origins {
 
 /// One candidate's validation forecasts and what kind of model made them.
 #[derive(Debug, Clone, Copy)]
-pub struct Backtest<'a> {
+pub(super) struct Backtest<'a> {
     /// The forecast from each origin.
     pub paths: &'a [Path],
     /// Whether the model carries a season.
