@@ -183,9 +183,9 @@ impl Pick {
 
 /// Whether the choices made on all origins but one (`held`, one per origin) forecast
 /// the held-out origins better with [`SEASONAL_SLACK`] than without it. Where large
-/// errors that every model shares (a job stopping) dominate the validation error, the
-/// mean and the best model look alike, but the origins without them show which one was
-/// right.
+/// errors that every model shares (a change none foresaw) dominate the validation
+/// error, the mean and the best model look alike, but the origins without them show
+/// which one was right.
 fn slack_helps(y: &[f64], origins: &[usize], held: &[Pick], tests: &[Backtest]) -> bool {
     let held_out = |slack: bool| {
         let paths: Vec<Path> = held
@@ -365,18 +365,21 @@ pub fn calibration(standardised: &[f64], coverage: f64, z: f64) -> f64 {
 mod tests {
     use super::*;
 
+    /// A forecast of `v` for `steps` steps, with unit variance.
+    fn constant(v: f64, steps: usize) -> Path {
+        Path {
+            point: vec![v; steps],
+            var: vec![1.0; steps],
+        }
+    }
+
     #[test]
     fn a_combination_takes_no_candidate_twice() {
         // one origin of four steps; truth 0. Two candidates forecast +1 alike, one -1.2
         // and one +5: the mean of +1, +1 and -1.2 (error 0.27) beats the best single
         // model (1.0), but a copy is no second view; +1, -1.2 and +5 (1.6) does not.
         let y = vec![0.0; 8];
-        let at = |v: f64| {
-            vec![Path {
-                point: vec![v; 4],
-                var: vec![1.0; 4],
-            }]
-        };
+        let at = |v: f64| vec![constant(v, 4)];
         let paths = [at(1.0), at(1.0), at(-1.2), at(5.0)];
         let all: Vec<Backtest> = paths.iter().map(|p| Backtest::other(p)).collect();
         let chosen = pick(&y, &[4], &all, None);
@@ -392,12 +395,7 @@ mod tests {
         // truth 0, one origin of four steps; every model errs on the same side, so the
         // mean of the best three errs more than the best alone (1.0)
         let y = vec![0.0; 8];
-        let at = |v: f64| {
-            vec![Path {
-                point: vec![v; 4],
-                var: vec![1.0; 4],
-            }]
-        };
+        let at = |v: f64| vec![constant(v, 4)];
         let members = |errors: [f64; 4], seasonal: bool, baseline: [bool; 4]| {
             let paths: Vec<Vec<Path>> = errors.iter().map(|&e| at(e)).collect();
             let tests: Vec<Backtest> = paths
@@ -490,13 +488,7 @@ mod tests {
         let all: Vec<Box<dyn Candidate>> = errors
             .iter()
             .map(|e| {
-                let paths = e
-                    .iter()
-                    .map(|&v| Path {
-                        point: vec![v; 2],
-                        var: vec![1.0; 2],
-                    })
-                    .collect();
+                let paths = e.iter().map(|&v| constant(v, 2)).collect();
                 Box::new(Given(paths)) as Box<dyn Candidate>
             })
             .collect();
