@@ -247,13 +247,15 @@ fn duration(r: &mut ChaCha8Rng, median: f64, sigma: f64) -> u64 {
     (median * (sigma * normal(r)).exp()).clamp(60.0, MAX_DURATION) as u64
 }
 
-fn normal(r: &mut ChaCha8Rng) -> f64 {
+/// A standard normal draw (Box-Muller).
+pub(crate) fn normal(r: &mut ChaCha8Rng) -> f64 {
     let u1: f64 = r.gen_range(1e-12..1.0);
     let u2: f64 = r.gen();
     (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
 }
 
-fn log_uniform(r: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
+/// A draw whose logarithm is uniform between those of `lo` and `hi`.
+pub(crate) fn log_uniform(r: &mut ChaCha8Rng, lo: f64, hi: f64) -> f64 {
     (r.gen_range(lo.ln()..hi.ln())).exp()
 }
 

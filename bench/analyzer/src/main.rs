@@ -10,6 +10,8 @@
 //! for `peer.py`.
 //! `forecast-fresh [--seed S] [--per-class N]`: the forecast scoring of `forecast-eval`
 //! on the independent second set ([`freshset`]).
+//! `forecast-tenants [--seed S] [--per-class N]`: the same scoring on a GPU cluster
+//! driven by its users ([`tenants`]).
 
 #[path = "../../../analyzer/tests/synthetic/mod.rs"]
 mod synthetic;
@@ -27,6 +29,7 @@ mod profile;
 mod public;
 mod recorded;
 mod speed;
+mod tenants;
 
 fn flag(args: &[String], name: &str, default: usize) -> usize {
     args.iter()
@@ -78,6 +81,11 @@ fn main() {
             flag(&args, "--per-class", 40),
             flag(&args, "--threads", 2),
         ),
+        Some("forecast-tenants") => tenants::run(
+            flag(&args, "--seed", 1) as u64,
+            flag(&args, "--per-class", 50),
+            flag(&args, "--threads", 2),
+        ),
         Some("forecast-recorded") => {
             let dirs: Vec<String> = args[1..]
                 .iter()
@@ -104,7 +112,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T] [--history-steps N]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T] [--history-steps N]");
             std::process::exit(2);
         }
     }
