@@ -6,9 +6,9 @@
 //! median of itself, the smoothed current level and that level reverting to the
 //! window's median ([`hedge`]): the two simple forecasts outvote a wild one, and agree
 //! with a sound one. It is used only on series that move in steps
-//! ([`moves_in_steps`]), where it would have done no worse in the same validation
-//! ([`worth_it`]), so a model that validation trusts keeps its shape; never on a
-//! sawtooth, whose ramps are trends by their nature.
+//! ([`moves_in_steps`]), where it would have done better on origins the choice was not
+//! made on ([`worth_it`]), so a model that validation trusts keeps its shape; never on
+//! a sawtooth, whose ramps are trends by their nature.
 
 use super::candidates::median;
 use super::candidates::Path;
@@ -20,12 +20,16 @@ use super::validation::{self, Choice, Origins};
 pub const LEVEL_SHARE: usize = 48;
 /// Fewest values in the current level's median.
 pub const MIN_LEVEL: usize = 3;
-/// The reversion halves the level's distance from the window's median every horizon /
-/// `HALF_LIFE_SHARE` steps: jobs end and new ones arrive on the scale of hours.
+/// The lag, horizon / `HALF_LIFE_SHARE` steps, at which the series' autocorrelation
+/// sets how fast the level reverts ([`half_life`]): jobs end and new ones arrive on the
+/// scale of hours.
 pub const HALF_LIFE_SHARE: usize = 4;
 
-/// Whether to hedge `choice`: its hedged validation forecasts (each origin's path
-/// hedged on the data before it, then `post`) err no more than the choice did.
+/// Whether to hedge `choice`: hedged, the forecasts of the choices made without each
+/// origin (`Choice::held_out`, hedged on the data before it, then `post`) erred less
+/// there than unhedged; where they erred alike, the choice's own forecasts hedged
+/// erred no more. The choice won validation on its origins, partly by luck, and on
+/// those same origins the hedge, which won nothing, looks worse than it is.
 pub fn worth_it(y: &[f64], choice: &Choice, origins: &Origins, post: &dyn Fn(&mut Path)) -> bool {
     // A ramp that resets (memory grown and freed) is a trend by its nature; the hedge's
     // flat members would hold it back. A series that moves continuously may follow a
@@ -33,18 +37,30 @@ pub fn worth_it(y: &[f64], choice: &Choice, origins: &Origins, post: &dyn Fn(&mu
     if is_sawtooth(y) || !moves_in_steps(y) {
         return false;
     }
-    let hedged: Vec<Path> = origins
-        .at
-        .iter()
-        .zip(&choice.paths)
-        .map(|(&o, p)| {
-            let mut p = p.clone();
-            hedge(&y[..o], &mut p.point);
-            post(&mut p);
-            p
-        })
-        .collect();
-    validation::mae(y, &origins.at, &hedged) <= choice.mae
+    let hedged_mae = |paths: &[Path]| {
+        let hedged: Vec<Path> = origins
+            .at
+            .iter()
+            .zip(paths)
+            .map(|(&o, p)| {
+                let mut p = p.clone();
+                hedge(&y[..o], &mut p.point);
+                post(&mut p);
+                p
+            })
+            .collect();
+        validation::mae(y, &origins.at, &hedged)
+    };
+    if !choice.held_out.is_empty() {
+        let (hedged, plain) = (
+            hedged_mae(&choice.held_out),
+            validation::mae(y, &origins.at, &choice.held_out),
+        );
+        if hedged != plain {
+            return hedged < plain;
+        }
+    }
+    hedged_mae(&choice.paths) <= choice.mae
 }
 
 /// Share of unchanged steps from which a series moves in steps.
@@ -67,11 +83,35 @@ pub fn hedge(y: &[f64], point: &mut [f64]) {
     let k = (h / LEVEL_SHARE).max(MIN_LEVEL).min(y.len());
     let level = median(y[y.len() - k..].to_vec());
     let centre = median(y.to_vec());
-    let half_life = (h / HALF_LIFE_SHARE).max(1) as f64;
+    let half_life = half_life(y, centre, h);
     for (j, p) in point.iter_mut().enumerate() {
         let reverted = centre + (level - centre) * 0.5f64.powf((j + 1) as f64 / half_life);
         *p = median_of_three(*p, level, reverted);
     }
+}
+
+/// Steps in which the level's distance from `centre` halves, as it did in `y`: the
+/// half-life of an AR(1) with `y`'s autocorrelation about `centre` at the lag horizon /
+/// [`HALF_LIFE_SHARE`], between horizon / [`LEVEL_SHARE`] and four horizons. GPUs held
+/// by long jobs stay held (a slow reversion, near the level); a count of jobs started
+/// scatters about its usual value (a fast one).
+fn half_life(y: &[f64], centre: f64, h: usize) -> f64 {
+    let lag = (h / HALF_LIFE_SHARE).max(1);
+    let (shortest, longest) = ((h / LEVEL_SHARE).max(1) as f64, 4.0 * h as f64);
+    if y.len() <= 2 * lag {
+        return lag as f64;
+    }
+    let covariance: f64 = y
+        .iter()
+        .zip(&y[lag..])
+        .map(|(a, b)| (a - centre) * (b - centre))
+        .sum();
+    let variance: f64 = y.iter().map(|v| (v - centre) * (v - centre)).sum();
+    let r = if variance > 0.0 { covariance / variance } else { 0.0 };
+    if r <= 0.0 {
+        return shortest;
+    }
+    (lag as f64 * 0.5f64.ln() / r.ln()).clamp(shortest, longest)
 }
 
 fn median_of_three(a: f64, b: f64, c: f64) -> f64 {
@@ -108,13 +148,40 @@ mod tests {
         assert!(falling.iter().all(|p| *p == 20.0), "{falling:?}");
         let mut rising: Vec<f64> = (1..=288).map(|j| 20.0 + 1.0 * j as f64).collect();
         hedge(&y, &mut rising);
-        assert!(rising[0] > 20.0 && rising[0] < 21.0, "{}", rising[0]);
+        assert!(rising[0] > 20.0 && rising[0] <= 21.0, "{}", rising[0]);
         assert!(
             (55.0..=63.0).contains(&rising[287]),
             "{}: the reversion",
             rising[287]
         );
         assert!(rising.windows(2).all(|w| w[1] >= w[0]));
+    }
+
+    #[test]
+    fn a_level_held_by_long_jobs_reverts_slower_than_a_scattered_count() {
+        // both about a median of 10, a day ahead at 5 min (lag 72): GPUs held in
+        // stretches of a day, and a count of jobs started that scatters
+        let values = [4.0, 10.0, 16.0, 10.0];
+        let held: Vec<f64> = (0..4032).map(|t| values[(t / 288) % 4]).collect();
+        let scattered: Vec<f64> = (0..4032u64)
+            .map(|t| values[(t.wrapping_mul(2_654_435_761) >> 13) as usize % 4])
+            .collect();
+        let (slow, fast) = (half_life(&held, 10.0, 288), half_life(&scattered, 10.0, 288));
+        assert!(slow > 72.0 && fast <= 72.0, "{slow} {fast}");
+        assert_eq!(fast, 6.0, "no autocorrelation: the shortest");
+        // too short to measure at the lag: the lag itself
+        assert_eq!(half_life(&[1.0, 2.0, 3.0, 4.0], 2.5, 8), 2.0);
+        // the hedge of a rise from the held level's low stretch follows the slower
+        // reversion: further from the centre after an hour
+        let mut y = held.clone();
+        y.extend([4.0; 36]);
+        let mut rising = vec![20.0; 288];
+        hedge(&y, &mut rising);
+        let mut z = scattered.clone();
+        z.extend([4.0; 36]);
+        let mut rising_fast = vec![20.0; 288];
+        hedge(&z, &mut rising_fast);
+        assert!(rising[12] < rising_fast[12], "{} {}", rising[12], rising_fast[12]);
     }
 
     #[test]
@@ -135,6 +202,7 @@ mod tests {
             candidate_mae: vec![],
             standardised: vec![],
             paths,
+            held_out: vec![],
         }
     }
 
@@ -166,6 +234,46 @@ mod tests {
         let exact = choice(&cycle, &origins, exact);
         assert!(moves_in_steps(&cycle) && !is_sawtooth(&cycle));
         assert!(!worth_it(&cycle, &exact, &origins, &|_| {}));
+    }
+
+    #[test]
+    fn the_hedge_is_judged_on_the_origins_the_choice_was_not_made_on() {
+        let origins = Origins {
+            at: vec![400, 450, 500, 550],
+            steps: 50,
+        };
+        let path = |f: &dyn Fn(usize) -> f64| Path {
+            point: (1..=50).map(f).collect(),
+            var: vec![1.0; 50],
+        };
+        // a level that holds, moving in steps; the choice forecast its own origins
+        // exactly (that is how it won them), and on those the hedge looks worse
+        let flat: Vec<f64> = (0..600)
+            .map(|t| [30.0, 31.0, 32.0, 31.0][(t / 10) % 4])
+            .collect();
+        let exact: Vec<Path> = origins
+            .at
+            .iter()
+            .map(|&o| path(&|j| flat[o + j - 1]))
+            .collect();
+        let mut lucky = choice(&flat, &origins, exact.clone());
+        assert!(!worth_it(&flat, &lucky, &origins, &|_| {}));
+        // the choices made without each origin drifted away there: hedged
+        lucky.held_out = vec![path(&|j| 31.0 + j as f64); 4];
+        assert!(worth_it(&flat, &lucky, &origins, &|_| {}));
+        // held-out forecasts the hedge leaves as they are (already hedged) tell
+        // nothing: the choice's own origins decide
+        lucky.held_out = origins
+            .at
+            .iter()
+            .zip(&exact)
+            .map(|(&o, p)| {
+                let mut p = p.clone();
+                hedge(&flat[..o], &mut p.point);
+                p
+            })
+            .collect();
+        assert!(!worth_it(&flat, &lucky, &origins, &|_| {}));
     }
 
     #[test]

@@ -21,27 +21,32 @@ pub(super) fn held_out(y: &[f64], origins: &[usize], tests: &[Backtest]) -> Vec<
         .collect()
 }
 
-/// Standardised errors against `truth` of each choice in `held` (from [`held_out`]) on
-/// the origin it was made without, with or without the combination's `slack`; with
-/// none, the errors of `chosen`. `truth` is the series but where it had its holidays
-/// made ordinary.
+/// The forecast from each origin of the choice made without it (`held`, from
+/// [`held_out`]), with or without the combination's `slack`: the choice scored where
+/// it had no luck of its own.
+pub(super) fn paths(held: &[Pick], tests: &[Backtest], slack: bool) -> Vec<Path> {
+    held.iter()
+        .enumerate()
+        .map(|(k, p)| p.path(k, slack, tests).clone())
+        .collect()
+}
+
+/// Standardised errors against `truth` of the held-out choices' forecasts (from
+/// [`paths`], one per origin); with none, the errors of `chosen`. `truth` is the series
+/// but where it had its holidays made ordinary.
 pub(super) fn standardised(
     truth: &[f64],
     origins: &[usize],
-    held: &[Pick],
-    tests: &[Backtest],
-    slack: bool,
+    held_out: &[Path],
     chosen: &[Path],
 ) -> Vec<f64> {
-    if held.is_empty() {
+    if held_out.is_empty() {
         return standardise(truth, origins, chosen);
     }
-    held.iter()
+    held_out
+        .iter()
         .enumerate()
-        .flat_map(|(k, p)| {
-            let path = p.path(k, slack, tests);
-            standardise(truth, &origins[k..=k], std::slice::from_ref(path))
-        })
+        .flat_map(|(k, path)| standardise(truth, &origins[k..=k], std::slice::from_ref(path)))
         .collect()
 }
 
@@ -65,11 +70,11 @@ mod tests {
         let origins = [4, 6];
         let a = vec![path(vec![2.0, 2.0]), path(vec![0.0, 0.0])];
         let b = vec![path(vec![1.0, 1.0]), path(vec![1.0, 1.0])];
-        let paths = [Backtest::other(&a), Backtest::other(&b)];
+        let tests = [Backtest::other(&a), Backtest::other(&b)];
         // held out origin 0: chosen on origin 1, A (exact) -> errors 2, 2 at origin 0;
         // held out origin 1: chosen on origin 0, B (1 < 2) -> errors 1, 1 at origin 1
-        let held = held_out(&y, &origins, &paths);
-        let s = standardised(&y, &origins, &held, &paths, false, &a);
+        let held = paths(&held_out(&y, &origins, &tests), &tests, false);
+        let s = standardised(&y, &origins, &held, &a);
         assert_eq!(s, vec![2.0, 2.0, 1.0, 1.0]);
         // the winner's own errors, which the bands used to be sized on, are smaller
         let own = standardise(&y, &origins, &a);
@@ -79,9 +84,7 @@ mod tests {
             standardised(
                 &y,
                 &origins[..1],
-                &held_out(&y, &origins[..1], &paths),
-                &paths,
-                false,
+                &paths(&held_out(&y, &origins[..1], &tests), &tests, false),
                 &a[..1]
             ),
             vec![2.0, 2.0]

@@ -100,6 +100,9 @@ pub struct Choice {
     pub standardised: Vec<f64>,
     /// The choice's forecasts from each origin.
     pub paths: Vec<Path>,
+    /// The forecast from each origin of the choice made on the other origins (none
+    /// with a single origin): validation without the luck of having won there.
+    pub held_out: Vec<Path>,
 }
 
 /// Validates `candidates` on `y` at `origins`; `post` adjusts every forecast path
@@ -130,12 +133,14 @@ pub fn choose(
     let held = nested::held_out(y, &origins.at, &all);
     let slack = pick.by_slack && slack_helps(y, &origins.at, &held, &all);
     let pick = if slack { pick } else { pick.strict(&all) };
+    let held_out = nested::paths(&held, &all, slack);
     Choice {
-        standardised: nested::standardised(truth, &origins.at, &held, &all, slack, &pick.paths),
+        standardised: nested::standardised(truth, &origins.at, &held_out, &pick.paths),
         members: pick.members,
         mae: pick.mae,
         candidate_mae: pick.candidate_mae,
         paths: pick.paths,
+        held_out,
     }
 }
 
@@ -187,14 +192,7 @@ impl Pick {
 /// error, the mean and the best model look alike, but the origins without them show
 /// which one was right.
 fn slack_helps(y: &[f64], origins: &[usize], held: &[Pick], tests: &[Backtest]) -> bool {
-    let held_out = |slack: bool| {
-        let paths: Vec<Path> = held
-            .iter()
-            .enumerate()
-            .map(|(k, p)| p.path(k, slack, tests).clone())
-            .collect();
-        mae(y, origins, &paths)
-    };
+    let held_out = |slack: bool| mae(y, origins, &nested::paths(held, tests, slack));
     !held.is_empty() && held_out(true) < held_out(false)
 }
 
