@@ -107,7 +107,11 @@ fn half_life(y: &[f64], centre: f64, h: usize) -> f64 {
         .map(|(a, b)| (a - centre) * (b - centre))
         .sum();
     let variance: f64 = y.iter().map(|v| (v - centre) * (v - centre)).sum();
-    let r = if variance > 0.0 { covariance / variance } else { 0.0 };
+    let r = if variance > 0.0 {
+        covariance / variance
+    } else {
+        0.0
+    };
     if r <= 0.0 {
         return shortest;
     }
@@ -166,7 +170,10 @@ mod tests {
         let scattered: Vec<f64> = (0..4032u64)
             .map(|t| values[(t.wrapping_mul(2_654_435_761) >> 13) as usize % 4])
             .collect();
-        let (slow, fast) = (half_life(&held, 10.0, 288), half_life(&scattered, 10.0, 288));
+        let (slow, fast) = (
+            half_life(&held, 10.0, 288),
+            half_life(&scattered, 10.0, 288),
+        );
         assert!(slow > 72.0 && fast <= 72.0, "{slow} {fast}");
         assert_eq!(fast, 6.0, "no autocorrelation: the shortest");
         // too short to measure at the lag: the lag itself
@@ -181,7 +188,12 @@ mod tests {
         z.extend([4.0; 36]);
         let mut rising_fast = vec![20.0; 288];
         hedge(&z, &mut rising_fast);
-        assert!(rising[12] < rising_fast[12], "{} {}", rising[12], rising_fast[12]);
+        assert!(
+            rising[12] < rising_fast[12],
+            "{} {}",
+            rising[12],
+            rising_fast[12]
+        );
     }
 
     #[test]
