@@ -92,7 +92,8 @@ pub fn hedge(y: &[f64], point: &mut [f64]) {
 
 /// Steps in which the level's distance from `centre` halves, as it did in `y`: the
 /// half-life of an AR(1) with `y`'s autocorrelation about `centre` at the lag horizon /
-/// [`HALF_LIFE_SHARE`], between horizon / [`LEVEL_SHARE`] and four horizons. GPUs held
+/// [`HALF_LIFE_SHARE`], between horizon / [`LEVEL_SHARE`] and four horizons (the lag
+/// itself where `y` is too short to measure it). GPUs held
 /// by long jobs stay held (a slow reversion, near the level); a count of jobs started
 /// scatters about its usual value (a fast one).
 fn half_life(y: &[f64], centre: f64, h: usize) -> f64 {
