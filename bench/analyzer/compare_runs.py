@@ -51,14 +51,14 @@ def losses(name, table):
 
 def compare(before, after):
     """Per-class means (before, after, files changed) and the losses of each folder."""
-    classes = collections.OrderedDict()
-    lost = ({}, {})
+    classes = {}
+    lost_before, lost_after = set(), set()
     for name in sorted(os.listdir(before)):
         if not os.path.isfile(os.path.join(after, name)):
             continue
         a, b = rows(os.path.join(before, name)), rows(os.path.join(after, name))
-        lost[0].update(dict.fromkeys(losses(name, a)))
-        lost[1].update(dict.fromkeys(losses(name, b)))
+        lost_before |= losses(name, a)
+        lost_after |= losses(name, b)
         for cls in a:
             if "poolprof" not in a[cls] or "poolprof" not in b.get(cls, {}):
                 continue
@@ -66,7 +66,7 @@ def compare(before, after):
             entry["before"].append(a[cls]["poolprof"])
             entry["after"].append(b[cls]["poolprof"])
             entry["changed"] += a[cls]["poolprof"] != b[cls]["poolprof"]
-    return classes, set(lost[0]), set(lost[1])
+    return classes, lost_before, lost_after
 
 
 def mean(values, i):

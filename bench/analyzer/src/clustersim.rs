@@ -13,7 +13,7 @@ use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
 /// GPUs per node.
-const NODE_GPUS: usize = 8;
+pub(crate) const NODE_GPUS: usize = 8;
 /// GPU demands a job may ask for, and their weights (mostly small jobs).
 const DEMANDS: [(usize, f64); 7] = [
     (1, 0.38),
@@ -138,7 +138,7 @@ pub fn simulate(
     let mut queue = Queue::default();
     // (end time, first node, allocation id) of running jobs
     let mut running: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
-    let mut allocations: Vec<Vec<(usize, usize)>> = Vec::new();
+    let mut allocations: Vec<Allocation> = Vec::new();
     let mut out = Vec::with_capacity((seconds / step) as usize);
     let (mut next_sample, mut next_arrival, mut starts) = (step, 0usize, 0usize);
     while next_sample <= seconds {
@@ -165,7 +165,9 @@ pub fn simulate(
             next_arrival += 1;
         }
         while let Some(job) = queue.next(&state.room(), cluster.backfill) {
-            let alloc = state.place(job.gpus).expect("the queue checked the room");
+            let alloc = state
+                .place(job.gpus, Fit::First)
+                .expect("the queue checked the room");
             running.push(Reverse((now + job.seconds, allocations.len())));
             allocations.push(alloc);
             starts += 1;
@@ -322,14 +324,27 @@ impl Room {
     }
 }
 
+/// GPUs held by a running job: (node, GPUs) per node.
+pub(crate) type Allocation = Vec<(usize, usize)>;
+
+/// Where a job smaller than a node goes among the nodes it fits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fit {
+    /// The first (this simulator's scheduler).
+    First,
+    /// The fullest (`tenants`' scheduler, which packs to keep whole nodes free).
+    Best,
+}
+
 /// Free GPUs per node and the GPUs held.
-struct State {
-    free: Vec<usize>,
-    held: usize,
+pub(crate) struct State {
+    pub free: Vec<usize>,
+    pub held: usize,
 }
 
 impl State {
-    fn new(nodes: usize) -> State {
+    /// `nodes` nodes of [`NODE_GPUS`] GPUs, all free.
+    pub fn new(nodes: usize) -> State {
         State {
             free: vec![NODE_GPUS; nodes],
             held: 0,
@@ -342,15 +357,16 @@ impl State {
         Room(most, self.free.iter().filter(|f| **f == NODE_GPUS).count())
     }
 
-    fn busy_nodes(&self) -> usize {
+    /// Nodes with any GPU held.
+    pub fn busy_nodes(&self) -> usize {
         self.free.iter().filter(|f| **f < NODE_GPUS).count()
     }
 
-    /// First-fit placement: a job of a node or more takes the first wholly free nodes,
-    /// a smaller one the first node with room; `None` when it does not fit now.
-    fn place(&mut self, gpus: usize) -> Option<Vec<(usize, usize)>> {
-        let alloc: Vec<(usize, usize)> = if gpus >= NODE_GPUS {
-            let whole: Vec<(usize, usize)> = (0..self.free.len())
+    /// A job of a node or more takes the first wholly free nodes, a smaller one a node
+    /// with room chosen by `fit`; `None` when it does not fit now.
+    pub fn place(&mut self, gpus: usize, fit: Fit) -> Option<Allocation> {
+        let alloc: Allocation = if gpus >= NODE_GPUS {
+            let whole: Allocation = (0..self.free.len())
                 .filter(|&n| self.free[n] == NODE_GPUS)
                 .take(gpus / NODE_GPUS)
                 .map(|n| (n, NODE_GPUS))
@@ -360,7 +376,12 @@ impl State {
             }
             whole
         } else {
-            vec![(self.free.iter().position(|&f| f >= gpus)?, gpus)]
+            let mut fitting = (0..self.free.len()).filter(|&n| self.free[n] >= gpus);
+            let node = match fit {
+                Fit::First => fitting.next(),
+                Fit::Best => fitting.min_by_key(|&n| self.free[n]),
+            }?;
+            vec![(node, gpus)]
         };
         for &(n, g) in &alloc {
             self.free[n] -= g;
@@ -369,7 +390,8 @@ impl State {
         Some(alloc)
     }
 
-    fn release(&mut self, alloc: &[(usize, usize)]) {
+    /// Frees what `alloc` held.
+    pub fn release(&mut self, alloc: &[(usize, usize)]) {
         for &(n, g) in alloc {
             self.free[n] += g;
             self.held -= g;
@@ -385,13 +407,23 @@ mod tests {
     #[test]
     fn first_fit_packs_small_jobs_and_gives_big_ones_whole_nodes() {
         let mut s = State::new(3);
-        assert_eq!(s.place(4), Some(vec![(0, 4)]));
-        assert_eq!(s.place(2), Some(vec![(0, 2)]));
-        assert_eq!(s.place(16), Some(vec![(1, 8), (2, 8)]));
-        assert_eq!(s.place(8), None);
+        assert_eq!(s.place(4, Fit::First), Some(vec![(0, 4)]));
+        assert_eq!(s.place(2, Fit::First), Some(vec![(0, 2)]));
+        assert_eq!(s.place(16, Fit::First), Some(vec![(1, 8), (2, 8)]));
+        assert_eq!(s.place(8, Fit::First), None);
         assert_eq!((s.held, s.busy_nodes()), (22, 3));
         s.release(&[(1, 8), (2, 8)]);
         assert_eq!((s.held, s.busy_nodes()), (6, 1));
+    }
+
+    #[test]
+    fn best_fit_takes_the_fullest_node_with_room_and_first_fit_the_first() {
+        let mut s = State::new(2);
+        s.free[1] = 3;
+        s.held = 5;
+        assert_eq!(s.place(2, Fit::Best), Some(vec![(1, 2)]));
+        assert_eq!(s.place(2, Fit::First), Some(vec![(0, 2)]));
+        assert_eq!((s.held, s.busy_nodes()), (9, 2));
     }
 
     #[test]

@@ -25,12 +25,10 @@ use std::collections::{BinaryHeap, VecDeque};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::clustersim::{log_uniform, normal, Metric};
+use crate::clustersim::{log_uniform, normal, Allocation, Fit, Metric, State, NODE_GPUS};
 use crate::evalset::Case;
 use crate::fcast_eval::{cases, evaluate};
 
-/// GPUs per node.
-const NODE_GPUS: usize = 8;
 /// Waiting jobs a backfill pass looks at (the scheduler's own bound).
 const BACKFILL_DEPTH: usize = 256;
 /// Seconds in a day.
@@ -199,8 +197,10 @@ impl Tenants {
         while next_sample <= seconds {
             if sim.next_time() > next_sample {
                 out.push(match metric {
-                    Metric::Share => 100.0 * sim.held as f64 / (self.nodes * NODE_GPUS) as f64,
-                    Metric::NodesBusy => sim.free.iter().filter(|f| **f < NODE_GPUS).count() as f64,
+                    Metric::Share => {
+                        100.0 * sim.nodes.held as f64 / (self.nodes * NODE_GPUS) as f64
+                    }
+                    Metric::NodesBusy => sim.nodes.busy_nodes() as f64,
                     Metric::Starts => sim.starts as f64,
                 });
                 sim.starts = 0;
@@ -376,9 +376,6 @@ struct Job {
     failed: bool,
 }
 
-/// GPUs a running job holds: (node, GPUs) per node.
-type Allocation = Vec<(usize, usize)>;
-
 /// Something that happens at a time.
 #[derive(Debug, Clone, Copy)]
 enum Event {
@@ -391,8 +388,7 @@ enum Event {
 
 /// The cluster's state while it runs.
 struct Sim {
-    free: Vec<usize>,
-    held: usize,
+    nodes: State,
     starts: usize,
     now: u64,
     queue: VecDeque<Job>,
@@ -407,8 +403,7 @@ struct Sim {
 impl Sim {
     fn new(t: &Tenants) -> Sim {
         Sim {
-            free: vec![NODE_GPUS; t.nodes],
-            held: 0,
+            nodes: State::new(t.nodes),
             starts: 0,
             now: 0,
             queue: VecDeque::new(),
@@ -437,7 +432,7 @@ impl Sim {
             Event::Submit(job) => self.queue.push_back(self.fit_to_cluster(job)),
             Event::End(run) => {
                 if let Some((job, alloc)) = self.running[run].take() {
-                    self.release(&alloc);
+                    self.nodes.release(&alloc);
                     self.after(r, t, job);
                 }
             }
@@ -445,7 +440,7 @@ impl Sim {
                 self.drained = true;
                 for run in 0..self.running.len() {
                     if let Some((job, alloc)) = self.running[run].take() {
-                        self.release(&alloc);
+                        self.nodes.release(&alloc);
                         self.queue.push_front(job);
                     }
                 }
@@ -459,7 +454,7 @@ impl Sim {
 
     /// A job's demand rounded to whole nodes above one node, and at most the cluster.
     fn fit_to_cluster(&self, mut job: Job) -> Job {
-        let gpus = self.free.len() * NODE_GPUS;
+        let gpus = self.nodes.free.len() * NODE_GPUS;
         if job.gpus > NODE_GPUS {
             job.gpus = job.gpus.div_ceil(NODE_GPUS) * NODE_GPUS;
         }
@@ -513,44 +508,14 @@ impl Sim {
 
     /// Places and starts `job` if it fits.
     fn start(&mut self, job: Job) -> bool {
-        let Some(alloc) = self.place(job.gpus) else {
+        let Some(alloc) = self.nodes.place(job.gpus, Fit::Best) else {
             return false;
         };
-        self.held += job.gpus;
         self.starts += 1;
         let run = self.running.len();
         self.running.push(Some((job, alloc)));
         self.at(self.now + job.seconds, Event::End(run));
         true
-    }
-
-    /// Up to a node: the fullest node it fits on; more: wholly free nodes.
-    fn place(&mut self, gpus: usize) -> Option<Allocation> {
-        if gpus <= NODE_GPUS {
-            let node = (0..self.free.len())
-                .filter(|n| self.free[*n] >= gpus)
-                .min_by_key(|n| self.free[*n])?;
-            self.free[node] -= gpus;
-            return Some(vec![(node, gpus)]);
-        }
-        let whole: Vec<usize> = (0..self.free.len())
-            .filter(|n| self.free[*n] == NODE_GPUS)
-            .take(gpus / NODE_GPUS)
-            .collect();
-        if whole.len() * NODE_GPUS < gpus {
-            return None;
-        }
-        for n in &whole {
-            self.free[*n] = 0;
-        }
-        Some(whole.into_iter().map(|n| (n, NODE_GPUS)).collect())
-    }
-
-    fn release(&mut self, alloc: &[(usize, usize)]) {
-        for &(node, gpus) in alloc {
-            self.free[node] += gpus;
-            self.held -= gpus;
-        }
     }
 }
 

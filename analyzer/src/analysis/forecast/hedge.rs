@@ -219,21 +219,35 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_hedge_is_used_only_where_it_validated_no_worse() {
-        let origins = Origins {
+    /// Four origins of 50 steps, at 400 to 550.
+    fn four_origins() -> Origins {
+        Origins {
             at: vec![400, 450, 500, 550],
             steps: 50,
-        };
-        let path = |f: &dyn Fn(usize) -> f64| Path {
+        }
+    }
+
+    /// The 50 steps `f(1..=50)`, with unit variance.
+    fn path(f: impl Fn(usize) -> f64) -> Path {
+        Path {
             point: (1..=50).map(f).collect(),
             var: vec![1.0; 50],
-        };
-        // a level that holds (and moves in steps): a model that drifted away is hedged
-        let flat: Vec<f64> = (0..600)
+        }
+    }
+
+    /// 600 steps of a level that holds about 31, moving in steps of ten.
+    fn held_level() -> Vec<f64> {
+        (0..600)
             .map(|t| [30.0, 31.0, 32.0, 31.0][(t / 10) % 4])
-            .collect();
-        let drifting = choice(&flat, &origins, vec![path(&|j| 31.0 + j as f64); 4]);
+            .collect()
+    }
+
+    #[test]
+    fn the_hedge_is_used_only_where_it_validated_no_worse() {
+        let origins = four_origins();
+        // a level that holds (and moves in steps): a model that drifted away is hedged
+        let flat = held_level();
+        let drifting = choice(&flat, &origins, vec![path(|j| 31.0 + j as f64); 4]);
         assert!(worth_it(&flat, &drifting, &origins, &|_| {}));
         // a clean cycle (each value held two steps) forecast exactly by its model: the
         // hedge would flatten it
@@ -242,7 +256,7 @@ mod tests {
         let exact: Vec<Path> = origins
             .at
             .iter()
-            .map(|&o| path(&|j| wave(o + j - 1)))
+            .map(|&o| path(|j| wave(o + j - 1)))
             .collect();
         let exact = choice(&cycle, &origins, exact);
         assert!(moves_in_steps(&cycle) && !is_sawtooth(&cycle));
@@ -251,28 +265,19 @@ mod tests {
 
     #[test]
     fn the_hedge_is_judged_on_the_origins_the_choice_was_not_made_on() {
-        let origins = Origins {
-            at: vec![400, 450, 500, 550],
-            steps: 50,
-        };
-        let path = |f: &dyn Fn(usize) -> f64| Path {
-            point: (1..=50).map(f).collect(),
-            var: vec![1.0; 50],
-        };
+        let origins = four_origins();
         // a level that holds, moving in steps; the choice forecast its own origins
         // exactly (that is how it won them), and on those the hedge looks worse
-        let flat: Vec<f64> = (0..600)
-            .map(|t| [30.0, 31.0, 32.0, 31.0][(t / 10) % 4])
-            .collect();
+        let flat = held_level();
         let exact: Vec<Path> = origins
             .at
             .iter()
-            .map(|&o| path(&|j| flat[o + j - 1]))
+            .map(|&o| path(|j| flat[o + j - 1]))
             .collect();
         let mut lucky = choice(&flat, &origins, exact.clone());
         assert!(!worth_it(&flat, &lucky, &origins, &|_| {}));
         // the choices made without each origin drifted away there: hedged
-        lucky.held_out = vec![path(&|j| 31.0 + j as f64); 4];
+        lucky.held_out = vec![path(|j| 31.0 + j as f64); 4];
         assert!(worth_it(&flat, &lucky, &origins, &|_| {}));
         // held-out forecasts the hedge leaves as they are (already hedged) tell
         // nothing: the choice's own origins decide

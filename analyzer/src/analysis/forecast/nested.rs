@@ -54,7 +54,7 @@ pub(super) fn standardised(
 mod tests {
     use super::*;
     use crate::analysis::forecast::candidates::Candidate;
-    use crate::analysis::forecast::validation::{choose, Origins};
+    use crate::analysis::forecast::validation::{choose, Given, Origins};
 
     fn path(point: Vec<f64>) -> Path {
         let var = vec![1.0; point.len()];
@@ -91,27 +91,12 @@ mod tests {
         );
     }
 
-    /// A candidate whose validation forecasts are given, one per origin.
-    struct Given(Vec<Path>);
-
-    impl Candidate for Given {
-        fn name(&self) -> String {
-            "given".into()
-        }
-        fn forecast(&self, _: &[f64], _: usize) -> Path {
-            self.0[0].clone()
-        }
-        fn backtest(&self, _: &[f64], _: &[usize], _: usize) -> Vec<Path> {
-            self.0.clone()
-        }
-    }
-
     /// Candidates A (forecasting `a[k]` at both steps of origin k) and B (1 everywhere)
     /// at two origins of two steps, 4 and 6.
     fn two_given(a: [f64; 2]) -> (Vec<Box<dyn Candidate>>, Origins) {
         let a = a.iter().map(|v| path(vec![*v; 2])).collect();
         let b = vec![path(vec![1.0, 1.0]), path(vec![1.0, 1.0])];
-        let all: Vec<Box<dyn Candidate>> = vec![Box::new(Given(a)), Box::new(Given(b))];
+        let all: Vec<Box<dyn Candidate>> = vec![Box::new(Given(a, None)), Box::new(Given(b, None))];
         let origins = Origins {
             at: vec![4, 6],
             steps: 2,

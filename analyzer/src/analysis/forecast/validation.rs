@@ -88,6 +88,27 @@ impl<'a> Backtest<'a> {
     }
 }
 
+/// A candidate (no baseline) whose validation forecasts are given, one per origin, with
+/// the season it reports.
+#[cfg(test)]
+pub(super) struct Given(pub Vec<Path>, pub Option<f64>);
+
+#[cfg(test)]
+impl Candidate for Given {
+    fn name(&self) -> String {
+        "given".into()
+    }
+    fn period(&self) -> Option<f64> {
+        self.1
+    }
+    fn forecast(&self, _: &[f64], _: usize) -> Path {
+        self.0[0].clone()
+    }
+    fn backtest(&self, _: &[f64], _: &[usize], _: usize) -> Vec<Path> {
+        self.0.clone()
+    }
+}
+
 /// The chosen forecaster and the errors it made in validation.
 pub struct Choice {
     /// Indices of the candidates averaged (one for a single model).
@@ -461,25 +482,6 @@ mod tests {
         assert!((calibration(&s, 0.95, 1.96) - 0.95 / 1.96).abs() < 1e-9);
     }
 
-    /// A seasonal model (no baseline) whose validation forecasts are given: a constant
-    /// per origin.
-    struct Given(Vec<Path>);
-
-    impl Candidate for Given {
-        fn name(&self) -> String {
-            "given".into()
-        }
-        fn period(&self) -> Option<f64> {
-            Some(2.0)
-        }
-        fn forecast(&self, _: &[f64], _: usize) -> Path {
-            self.0[0].clone()
-        }
-        fn backtest(&self, _: &[f64], _: &[usize], _: usize) -> Vec<Path> {
-            self.0.clone()
-        }
-    }
-
     /// The members chosen among seasonal models erring by the given amounts at three
     /// origins of two steps (weighted 1, 2, 4) on a series of zeros.
     fn chosen(errors: [[f64; 3]; 3]) -> Vec<usize> {
@@ -487,7 +489,7 @@ mod tests {
             .iter()
             .map(|e| {
                 let paths = e.iter().map(|&v| constant(v, 2)).collect();
-                Box::new(Given(paths)) as Box<dyn Candidate>
+                Box::new(Given(paths, Some(2.0))) as Box<dyn Candidate>
             })
             .collect();
         let origins = Origins {
