@@ -1,6 +1,6 @@
 //! Benchmark: poolprof-analyzer periods + forecast against augurs, same inputs.
 //!
-//! `speed ours|augurs [--series N] [--threads T]`: wall time and peak RSS over N series
+//! `speed ours|augurs [--series N] [--threads T] [--varied-lengths]`: wall time and peak RSS over N series
 //! of 10,080 points (a week at one minute), drawn round-robin from a pool of 1,000
 //! deterministic series mixing every kind of the labelled suite.
 //! `accuracy`: detection/false-positive and forecast-error tables on the labelled suite.
@@ -48,6 +48,7 @@ fn main() {
                 engine,
                 flag(&args, "--series", 10_000),
                 flag(&args, "--threads", 2),
+                args.iter().any(|a| a == "--varied-lengths"),
             );
         }
         Some("accuracy") => accuracy::run(flag(&args, "--per-cell", 20)),
@@ -112,7 +113,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T] [--history-steps N]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T] [--history-steps N]");
             std::process::exit(2);
         }
     }

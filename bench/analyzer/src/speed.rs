@@ -19,8 +19,19 @@ pub fn peak_rss_mib() -> f64 {
         .map_or(f64::NAN, |kb| kb / 1024.0)
 }
 
+/// The last values of pool series `i` that run `i` analyses: all of them, or with
+/// `varied` a length of its own in POINTS/2..=POINTS, as a server meets series of
+/// processes that started at different times (what per-length caches must survive).
+fn window(values: &[f64], i: usize, varied: bool) -> &[f64] {
+    if varied {
+        &values[(i * 7919) % (POINTS / 2 + 1)..]
+    } else {
+        values
+    }
+}
+
 /// Runs `engine` over `series` series on `threads` threads and prints one result line.
-pub fn run(engine: Engine, series: usize, threads: usize) {
+pub fn run(engine: Engine, series: usize, threads: usize, varied: bool) {
     let t_gen = Instant::now();
     let pool = inputs::pool(threads);
     let gen_s = t_gen.elapsed().as_secs_f64();
@@ -35,7 +46,7 @@ pub fn run(engine: Engine, series: usize, threads: usize) {
                 if i >= series {
                     break;
                 }
-                let values = &pool[i % pool.len()];
+                let values = window(&pool[i % pool.len()], i, varied);
                 let answer = match engine {
                     Engine::Ours => engines::ours(values, STEP, HORIZON),
                     Engine::Augurs => engines::augurs(values, HORIZON),
@@ -49,7 +60,8 @@ pub fn run(engine: Engine, series: usize, threads: usize) {
     });
     let wall = start.elapsed().as_secs_f64();
     println!(
-        "engine={engine:?} series={series} points={POINTS} threads={threads} wall_s={wall:.2} per_series_ms={:.3} peak_rss_mib={:.0} inputs_rss_mib={rss_inputs:.0} generate_s={gen_s:.1} with_period={}",
+        "engine={engine:?} series={series} points={POINTS} lengths={} threads={threads} wall_s={wall:.2} per_series_ms={:.3} peak_rss_mib={:.0} inputs_rss_mib={rss_inputs:.0} generate_s={gen_s:.1} with_period={}",
+        if varied { "varied" } else { "one" },
         wall * 1000.0 / series as f64,
         peak_rss_mib(),
         periodic.load(Ordering::Relaxed)

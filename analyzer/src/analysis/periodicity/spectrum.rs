@@ -1,9 +1,12 @@
 //! The tapered periodogram and the autocorrelation, from one complex FFT.
 //!
 //! The tapered and the untapered series ride in the real and imaginary parts of one
-//! zero-padded signal of length 2n, so one forward FFT yields both spectra; one inverse
-//! FFT of the untapered power gives the (linear, not circular) autocovariance. Plans are
-//! cached per thread, so a worker analysing many series of one length plans once.
+//! zero-padded signal of length 2n, so one forward FFT yields both spectra; one more
+//! transform of the untapered power gives the (linear, not circular) autocovariance.
+//! That power is real and even, so its forward transform is its inverse one: a length
+//! needs one plan. Plans of the last few lengths are cached per thread, so a worker
+//! analysing many series of one length plans once, and one that meets series of every
+//! length keeps a bounded few.
 //! The transforms run in f32 on the series scaled to ±1 (twice the SIMD width of f64);
 //! the tests compare against direct sums, and the f32 rounding (1e-7) is far below the
 //! 1e-3 noise floor the significance test assumes.
@@ -17,7 +20,7 @@ use rustfft::{Fft, FftPlanner};
 use super::prepare::hann;
 
 thread_local! {
-    static PLANNER: RefCell<FftPlanner<f32>> = RefCell::new(FftPlanner::new());
+    static PLANS: RefCell<Vec<Plan>> = const { RefCell::new(Vec::new()) };
     /// Work buffers reused from series to series: at 2n = 20,160 points each is larger
     /// than the allocator's mmap threshold, so a fresh one would page-fault its every
     /// page on every series.
@@ -89,8 +92,7 @@ impl Spectra {
             }))
         });
         buf.resize(m, Complex::new(0.0, 0.0));
-        let (fwd, _) = plans(m);
-        transform(&fwd, buf, &mut b.scratch);
+        transform(&plan(m), buf, &mut b.scratch);
         // Both series are real, so their spectra are conjugate-symmetric: k = 0..=n
         // holds everything.
         let mut power = Vec::with_capacity(n + 1);
@@ -113,7 +115,7 @@ impl Spectra {
 
     /// Autocorrelation (biased estimator, `acf[0] == 1`) for lags 0..n, computed on
     /// first use: a series whose periodogram has nothing significant never needs it,
-    /// which saves the inverse transform.
+    /// which saves the second transform.
     pub fn acf(&self) -> &[f64] {
         self.acf.get_or_init(|| {
             BUFFERS.with(|b| {
@@ -128,8 +130,7 @@ impl Spectra {
                         buf[m - k] = Complex::new(p, 0.0);
                     }
                 }
-                let (_, inv) = plans(m);
-                transform(&inv, buf, &mut b.scratch);
+                transform(&plan(m), buf, &mut b.scratch);
                 normalized(&buf[..self.n])
             })
         })
@@ -147,12 +148,12 @@ pub fn autocorrelation(x: &[f64]) -> Vec<f64> {
         buf.clear();
         buf.extend(x.iter().map(|v| Complex::new((v / scale) as f32, 0.0)));
         buf.resize(m, Complex::new(0.0, 0.0));
-        let (fwd, inv) = plans(m);
-        transform(&fwd, buf, &mut b.scratch);
+        let fft = plan(m);
+        transform(&fft, buf, &mut b.scratch);
         for z in buf.iter_mut() {
             *z = Complex::new(z.norm_sqr(), 0.0);
         }
-        transform(&inv, buf, &mut b.scratch);
+        transform(&fft, buf, &mut b.scratch);
         normalized(&buf[..n])
     })
 }
@@ -162,12 +163,44 @@ fn scale_of(x: &[f64]) -> f64 {
     crate::analysis::extent::max_abs(x).max(f64::MIN_POSITIVE)
 }
 
-/// This thread's cached forward and inverse plans for length `m`.
-fn plans(m: usize) -> (Arc<dyn Fft<f32>>, Arc<dyn Fft<f32>>) {
-    PLANNER.with(|p| {
-        let mut p = p.borrow_mut();
-        (p.plan_fft_forward(m), p.plan_fft_inverse(m))
+/// Lengths whose plans a thread keeps. A plan of 20,000 points holds about half a
+/// megabyte of twiddles; rustfft's planner keeps every length it ever planned, so a
+/// worker of `serve` meeting series of a thousand lengths (processes that started at
+/// different times, windows cut by gaps) grew by hundreds of megabytes within one run.
+const CACHED_LENGTHS: usize = 4;
+
+/// The forward plan of one transform length.
+struct Plan {
+    len: usize,
+    forward: Arc<dyn Fft<f32>>,
+}
+
+/// This thread's forward plan for length `m`: cached, the least recently used length
+/// dropped beyond [`CACHED_LENGTHS`].
+fn plan(m: usize) -> Arc<dyn Fft<f32>> {
+    PLANS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        let found = match cache.iter().position(|p| p.len == m) {
+            Some(i) => cache.remove(i),
+            None => Plan {
+                len: m,
+                // a planner per length: rustfft's own cache inside it would never shrink
+                forward: FftPlanner::new().plan_fft_forward(m),
+            },
+        };
+        let out = Arc::clone(&found.forward);
+        cache.push(found);
+        if cache.len() > CACHED_LENGTHS {
+            cache.remove(0);
+        }
+        out
     })
+}
+
+/// Lengths whose plans this thread holds, least recently used first.
+#[cfg(test)]
+fn cached_lengths() -> Vec<usize> {
+    PLANS.with(|cache| cache.borrow().iter().map(|p| p.len).collect())
 }
 
 /// Autocovariances (real parts, lag 0 first) divided by lag 0's; all zero for a series
@@ -204,5 +237,27 @@ mod tests {
             .max_by(|a, b| s.power[*a].total_cmp(&s.power[*b]))
             .unwrap();
         assert_eq!(peak, 2 * n / 8, "peak bin");
+    }
+
+    #[test]
+    fn a_thread_keeps_the_plans_of_its_last_few_lengths_only() {
+        let series = |n: usize| -> Vec<f64> { (0..n).map(|i| ((i * 7919) % 101) as f64).collect() };
+        std::thread::spawn(move || {
+            for n in 100..300 {
+                let _ = Spectra::of(&series(n)).acf();
+            }
+            assert_eq!(cached_lengths(), vec![592, 594, 596, 598]);
+            // a length used again moves to the back instead of being planned twice
+            let _ = autocorrelation(&series(297));
+            assert_eq!(cached_lengths(), vec![592, 596, 598, 594]);
+            // and the transforms from a cached plan are the same as from a fresh one
+            let x = series(150);
+            let fresh = Spectra::of(&x);
+            let again = Spectra::of(&x);
+            assert_eq!(fresh.power, again.power);
+            assert_eq!(fresh.acf(), again.acf());
+        })
+        .join()
+        .unwrap();
     }
 }
