@@ -12,6 +12,8 @@
 //! on the independent second set ([`freshset`]).
 //! `forecast-tenants [--seed S] [--per-class N]`: the same scoring on a GPU cluster
 //! driven by its users ([`tenants`]).
+//! `parse ours|tree [--series N] [--points P]`: time and peak memory of parsing one
+//! `query_range` answer ([`parse`]).
 
 #[path = "../../../analyzer/tests/synthetic/mod.rs"]
 mod synthetic;
@@ -25,6 +27,7 @@ mod fcast_eval;
 mod freshset;
 mod impulsive;
 mod inputs;
+mod parse;
 mod profile;
 mod public;
 mod recorded;
@@ -51,6 +54,11 @@ fn main() {
                 args.iter().any(|a| a == "--varied-lengths"),
             );
         }
+        Some("parse") => parse::run(
+            args.get(1).map(String::as_str).unwrap_or("ours"),
+            flag(&args, "--series", 1_000),
+            flag(&args, "--points", 10_080),
+        ),
         Some("accuracy") => accuracy::run(flag(&args, "--per-cell", 20)),
         Some("impulsive") => {
             let set = args.get(1).map_or("dev", String::as_str);
@@ -113,7 +121,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T] [--history-steps N]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | parse ours|tree [--series N] [--points P] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T] [--history-steps N]");
             std::process::exit(2);
         }
     }
