@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::series::Series;
+use crate::source::prometheus::response;
 
 /// Largest file read, in bytes: far above a week of minutely samples per series.
 pub const MAX_FILE_BYTES: u64 = 512 * 1024 * 1024;
@@ -290,6 +291,43 @@ fn is_header(record: &csv::StringRecord) -> bool {
 /// Parses a Prometheus `query_range` response (or its `data` object): every series
 /// of the matrix.
 pub fn parse_query_range(text: &str) -> Result<FileSeries, ParseError> {
+    // A JSON tree takes over 200 bytes a sample, the typed parse of Prometheus' answers
+    // 16; the tree is built only for what the typed parse does not take whole (a bare
+    // `data` object, a series without samples, an error to place by its JSON path).
+    match typed(text) {
+        Some(found) => Ok(found),
+        None => tree(text),
+    }
+}
+
+/// `text` as the analyzer reads Prometheus' answers, where every series has samples:
+/// what [`tree`] would find, in less memory.
+fn typed(text: &str) -> Option<FileSeries> {
+    let matrix = response::parse_matrix(text.as_bytes()).ok()?;
+    if matrix.series.is_empty() || matrix.series.iter().any(|s| s.points.is_empty()) {
+        return None;
+    }
+    let series = matrix
+        .series
+        .into_iter()
+        .map(|s| {
+            let mut points = s.points;
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            Series {
+                labels: s.labels,
+                points,
+            }
+        })
+        .collect();
+    let dropped = matrix.dropped.nan + matrix.dropped.inf;
+    Some(FileSeries {
+        series,
+        dropped_non_finite: dropped as usize,
+    })
+}
+
+/// [`parse_query_range`] through a JSON tree, which names the path of what is wrong.
+fn tree(text: &str) -> Result<FileSeries, ParseError> {
     let root: Value = serde_json::from_str(text).map_err(|e| {
         ParseError::Json(
             format!("line {} column {}", e.line(), e.column()),
@@ -456,6 +494,40 @@ mod tests {
     }
 
     #[test]
+    fn the_typed_parse_finds_what_the_tree_finds() {
+        let answers = [
+            // out of time order, NaN and +Inf, an escaped value, two series
+            r#"{"status":"success","data":{"resultType":"matrix","result":[
+              {"metric":{"uuid":"GPU-1"},"values":[[30,"3"],[10,"1.5"],[20,"NaN"],[40,"\u0034"]]},
+              {"metric":{"uuid":"GPU-2","job":"x"},"values":[[10,"+Inf"],[20,"-2e-3"]]}]}}"#,
+            // a series whose values are all NaN: the tree keeps it, empty
+            r#"{"status":"success","data":{"resultType":"matrix","result":[
+              {"metric":{},"values":[[10,"NaN"]]},{"metric":{},"values":[[10,"1"]]}]}}"#,
+            // a value with spaces, which the tree trims
+            r#"{"status":"success","data":{"resultType":"matrix","result":[
+              {"metric":{},"values":[[10," 7 "]]}]}}"#,
+        ];
+        for text in answers {
+            let found = parse_query_range(text).unwrap();
+            assert_eq!(found, tree(text).unwrap(), "{text}");
+        }
+        let first = parse_query_range(answers[0]).unwrap();
+        assert!(
+            typed(answers[0]).is_some(),
+            "taken whole by the typed parse"
+        );
+        assert_eq!(
+            first.series[0].points,
+            vec![(10.0, 1.5), (30.0, 3.0), (40.0, 4.0)]
+        );
+        assert_eq!(first.dropped_non_finite, 2);
+        assert_eq!(
+            parse_query_range(answers[1]).unwrap().series[0].points,
+            vec![]
+        );
+    }
+
+    #[test]
     fn bad_json_names_the_place() {
         match parse("{\n\"status\": \"success\",\n\"data\": [", 1.0) {
             Err(ParseError::Json(loc, _)) => assert!(loc.starts_with("line 3"), "{loc}"),
@@ -465,6 +537,11 @@ mod tests {
             r#"{"data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"x"]]}]}}"#;
         match parse(bad_value, 1.0) {
             Err(ParseError::Json(loc, _)) => assert_eq!(loc, "data.result[0].values[0][1]"),
+            other => panic!("{other:?}"),
+        }
+        let enveloped = r#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"2"],[2,"x"]]}]}}"#;
+        match parse(enveloped, 1.0) {
+            Err(ParseError::Json(loc, _)) => assert_eq!(loc, "data.result[0].values[1][1]"),
             other => panic!("{other:?}"),
         }
         let vector = r#"{"data":{"resultType":"vector","result":[]}}"#;
