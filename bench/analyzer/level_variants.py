@@ -6,7 +6,9 @@ forecast is scored beside naive and beside variants built from it and the histor
 the mean with naive, the median of three (poolprof's forecast, the current level, that
 level reverting to the history's median with a half-life of 1/4, 1/2 or all of the
 horizon), and naive plus the median or mean change from the same phase over the days
-before (alone, or as the middle of three). Prints, per class (the number before the
+before (alone, or as the middle of three); and, far from the last value, the median
+of the last 1, 3, 7 or 14 horizons, held (session 37: on counts of jobs started, the
+constant that errs least). Prints, per class (the number before the
 series index in the file name), the MAE over naive's pooled over the series and the
 mean sMAPE. The horizon is taken for one day. Standard library only.
 
@@ -51,6 +53,8 @@ def variants(history, point):
         out[f"middle(poolprof, level, reversion h/{share})"] = [
             middle(p, level, r) for p, r in zip(point, back)
         ]
+    for k in (1, 3, 7, 14):
+        out[f"median of the last {k} horizons"] = [median(history[-k * h :])] * h
     days = n // h
     for name, agg in (("median", median), ("mean", lambda v: sum(v) / len(v))):
         change = []

@@ -48,6 +48,10 @@ pub trait Candidate: Send + Sync {
     fn is_baseline(&self) -> bool {
         false
     }
+    /// Whether the forecast is the last value, held (naive).
+    fn holds_last(&self) -> bool {
+        false
+    }
     /// Forecasts `h` steps after `y`.
     fn forecast(&self, y: &[f64], h: usize) -> Path;
     /// Forecasts `h` steps from each origin (a prefix length of `y`).
@@ -64,6 +68,9 @@ impl Candidate for Naive {
         "naive".into()
     }
     fn is_baseline(&self) -> bool {
+        true
+    }
+    fn holds_last(&self) -> bool {
         true
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {

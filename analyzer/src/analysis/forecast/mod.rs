@@ -30,6 +30,7 @@ pub mod lattice;
 pub mod linear;
 pub mod logscale;
 pub mod memo;
+pub mod memoryless;
 pub mod nested;
 pub mod optimize;
 pub mod paused;
