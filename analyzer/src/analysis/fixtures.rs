@@ -1,6 +1,7 @@
 //! Test inputs shared by the analyses' unit tests: a seeded noise stream, an hourly daily
 //! shape, office days with odd ones among them, a usual day with fading deviations, an
-//! office week, series recorded on the H100, and a forecast with the default settings.
+//! office week, a count of jobs started, series recorded on the H100, and a forecast
+//! with the default settings.
 
 use crate::analysis::forecast::{forecast, Forecast, ForecastConfig};
 use crate::series::Series;
@@ -50,6 +51,19 @@ pub fn forecast_steps(y: &[f64], step: f64, h: usize) -> Forecast {
         ..ForecastConfig::default()
     };
     forecast(&Series::from_values(y, step), &config).expect("forecast")
+}
+
+/// Jobs started per step: 0 mostly, 1-3 at times, each step drawn anew.
+pub fn scattered_counts(n: usize, seed: u64) -> Vec<f64> {
+    let mut e = Noise(seed);
+    (0..n)
+        .map(|_| match e.uniform() {
+            u if u < 0.7 => 0.0,
+            u if u < 0.9 => 1.0,
+            u if u < 0.97 => 2.0,
+            _ => 3.0,
+        })
+        .collect()
 }
 
 /// An hourly load of 10 with a bump of 8 peaking at hour `peak` of the day (two hours

@@ -28,22 +28,11 @@ pub fn level(y: &[f64]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Jobs started per step: 0 mostly, a burst of 1-3 every few steps, no memory.
-    fn scattered_counts(n: usize) -> Vec<f64> {
-        (0..n as u64)
-            .map(|t| match t.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 59 {
-                0 | 1 => 2.0,
-                2..=5 => 1.0,
-                6 => 3.0,
-                _ => 0.0,
-            })
-            .collect()
-    }
+    use crate::analysis::fixtures::scattered_counts;
 
     #[test]
     fn a_scattered_count_forgets_its_last_step_and_a_held_level_does_not() {
-        let counts = scattered_counts(500);
+        let counts = scattered_counts(500, 1);
         assert_eq!(level(&counts), Some(0.0));
         // GPUs held by jobs of 40-120 steps: the level carries over
         let held: Vec<f64> = (0..500)

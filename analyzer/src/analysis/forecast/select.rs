@@ -358,8 +358,8 @@ pub fn forecast_by_aicc(y: &[f64], season: Option<Season>, h: usize) -> Forecast
 mod tests {
     use super::*;
     use crate::analysis::fixtures::{
-        daily_bump, fading_days, forecast_steps, odd_days, office_day, office_hours, usual_day,
-        Noise,
+        daily_bump, fading_days, forecast_steps, odd_days, office_day, office_hours,
+        scattered_counts, usual_day, Noise,
     };
     use crate::analysis::forecast::{forecast, ForecastConfig, PeriodChoice};
     use crate::analysis::periodicity::PeriodConfig;
@@ -540,19 +540,6 @@ mod tests {
         let f = forecast_steps(&y, 3600.0, 72);
         let mae = super::super::resume_tests::mae_from(&f.point, n, |t| office_day(t, &[]));
         assert!(mae < 4.0, "{}: MAE {mae}", f.model);
-    }
-
-    /// Jobs started per 5 min: 0 mostly, 1-3 at times, each step drawn anew.
-    fn scattered_counts(n: usize, seed: u64) -> Vec<f64> {
-        let mut e = Noise(seed);
-        (0..n)
-            .map(|_| match e.uniform() {
-                u if u < 0.7 => 0.0,
-                u if u < 0.9 => 1.0,
-                u if u < 0.97 => 2.0,
-                _ => 3.0,
-            })
-            .collect()
     }
 
     #[test]
