@@ -222,8 +222,7 @@ pub fn parse_csv(text: &str, values_step: f64) -> Result<FileSeries, ParseError>
         }
     }
     if !points.is_empty() {
-        points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        out.series.push(Series::from_points(points));
+        out.series.push(in_time_order(BTreeMap::new(), points));
     }
     Ok(out)
 }
@@ -310,14 +309,7 @@ fn typed(text: &str) -> Option<FileSeries> {
     let series = matrix
         .series
         .into_iter()
-        .map(|s| {
-            let mut points = s.points;
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
-                labels: s.labels,
-                points,
-            }
-        })
+        .map(|s| in_time_order(s.labels, s.points))
         .collect();
     let dropped = matrix.dropped.nan + matrix.dropped.inf;
     Some(FileSeries {
@@ -419,8 +411,13 @@ fn parse_matrix_item(item: &Value, here: &str, dropped: &mut usize) -> Result<Se
             }
         }
     }
+    Ok(in_time_order(labels, points))
+}
+
+/// A series of a file, its samples sorted by time: a file may hold them in any order.
+fn in_time_order(labels: BTreeMap<String, String>, mut points: Vec<(f64, f64)>) -> Series {
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
-    Ok(Series { labels, points })
+    Series { labels, points }
 }
 
 #[cfg(test)]

@@ -55,11 +55,11 @@ pub fn run(engine: &str, series: usize, points: usize) {
     };
     let wall = start.elapsed().as_secs_f64();
     assert_eq!(samples, series * points);
+    let (peak, mib) = (peak_rss_mib(), (1 << 20) as f64);
     println!(
-        "engine={engine} series={series} points={points} body_mib={:.0} wall_s={wall:.2} peak_rss_mib={:.0} above_body_mib={:.0} bytes_per_sample_above_body={:.0}",
-        body.len() as f64 / (1 << 20) as f64,
-        peak_rss_mib(),
-        peak_rss_mib() - before,
-        (peak_rss_mib() - before) * (1 << 20) as f64 / samples as f64
+        "engine={engine} series={series} points={points} body_mib={:.0} wall_s={wall:.2} peak_rss_mib={peak:.0} above_body_mib={:.0} bytes_per_sample_above_body={:.0}",
+        body.len() as f64 / mib,
+        peak - before,
+        (peak - before) * mib / samples as f64
     );
 }
