@@ -464,3 +464,122 @@ async fn a_silent_server_times_out_and_is_retried() {
     assert_eq!(server.requests().len(), 2);
     assert_eq!(result.series.len(), 1);
 }
+
+/// A server that answers every request with `body` in chunked transfer encoding (no
+/// Content-Length), `piece` bytes a chunk, and closes; without the last chunk when
+/// `cut_after` bytes have gone, as a proxy that dies mid-answer.
+fn chunked_server(body: String, piece: usize, cut_after: Option<usize>) -> reqwest::Url {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            let mut buf = [0u8; 65536];
+            let _ = stream.read(&mut buf);
+            let head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+            let _ = stream.write_all(head.as_bytes());
+            let bytes = body.as_bytes();
+            let end = cut_after.unwrap_or(bytes.len()).min(bytes.len());
+            for part in bytes[..end].chunks(piece) {
+                let _ = write!(stream, "{:x}\r\n", part.len());
+                let _ = stream.write_all(part);
+                let _ = stream.write_all(b"\r\n");
+            }
+            if cut_after.is_none() {
+                let _ = stream.write_all(b"0\r\n\r\n");
+            }
+        }
+    });
+    reqwest::Url::parse(&format!("http://{addr}")).unwrap()
+}
+
+/// An answer of `series` series of `points` samples each, a few MB for the sizes used.
+fn big_matrix(series: usize, points: usize) -> String {
+    let result: Vec<String> = (0..series)
+        .map(|s| {
+            let values: Vec<String> = (0..points)
+                .map(|p| format!("[{},\"{}.25\"]", 1_700_000_000 + 15 * p, (s + p) % 97))
+                .collect();
+            format!(
+                r#"{{"metric":{{"uuid":"GPU-{s}"}},"values":[{}]}}"#,
+                values.join(",")
+            )
+        })
+        .collect();
+    format!(
+        r#"{{"status":"success","data":{{"resultType":"matrix","result":[{}]}}}}"#,
+        result.join(",")
+    )
+}
+
+#[tokio::test]
+async fn an_answer_of_many_chunks_is_parsed_whole_as_it_arrives() {
+    let body = big_matrix(40, 2000);
+    assert!(body.len() > 1 << 20, "{} bytes", body.len());
+    let url = chunked_server(body, 3001, None);
+    let got = client(url, 1)
+        .query_range("x", range(10, 15.0), |_| true)
+        .await
+        .unwrap();
+    assert_eq!(got.series.len(), 40);
+    let gpu7 = &got.series[&[("uuid".to_string(), "GPU-7".to_string())].into()];
+    assert_eq!(gpu7.len(), 2000);
+    assert_eq!(
+        gpu7[1999],
+        (
+            1_700_000_000.0 + 15.0 * 1999.0,
+            (7 + 1999) as f64 % 97.0 + 0.25
+        )
+    );
+}
+
+#[tokio::test]
+async fn an_undeclared_body_past_the_limit_is_refused_while_it_is_read() {
+    let url = chunked_server(big_matrix(40, 2000), 4096, None);
+    let mut o = ClientOptions::new(url);
+    o.max_body_bytes = 1 << 20;
+    let err = PrometheusClient::new(o)
+        .unwrap()
+        .query_range("x", range(10, 15.0), |_| true)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, SourceError::TooLarge { limit: 1048576, .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.exit_code(), ExitCode::Usage);
+}
+
+#[tokio::test]
+async fn a_body_cut_mid_stream_is_truncated_and_retried() {
+    let body = big_matrix(40, 2000);
+    let cut = body.len() / 2;
+    let url = chunked_server(body, 4096, Some(cut));
+    let err = client(url, 2)
+        .query_range("x", range(10, 15.0), |_| true)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, SourceError::Truncated { attempts: 2, .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.exit_code(), ExitCode::SourceUnreachable);
+}
+
+#[tokio::test]
+async fn garbage_deep_in_a_long_answer_is_placed_and_not_retried() {
+    let mut body = big_matrix(40, 2000);
+    let at = body.len() - 5000;
+    let after = body.split_off(at);
+    body.push_str("oops");
+    body.push_str(&after);
+    let url = chunked_server(body, 4096, None);
+    let err = client(url, 3)
+        .query_range("x", range(10, 15.0), |_| true)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SourceError::BadResponse { .. }), "{err:?}");
+    assert!(err.to_string().contains("line 1 column"), "{err}");
+    assert_eq!(err.exit_code(), ExitCode::SourceUnreachable);
+}

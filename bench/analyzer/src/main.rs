@@ -12,7 +12,7 @@
 //! on the independent second set ([`freshset`]).
 //! `forecast-tenants [--seed S] [--per-class N]`: the same scoring on a GPU cluster
 //! driven by its users ([`tenants`]).
-//! `parse ours|tree [--series N] [--points P]`: time and peak memory of parsing one
+//! `parse ours|streamed|tree [--series N] [--points P]`: time and peak memory of parsing one
 //! `query_range` answer ([`parse`]).
 
 #[path = "../../../analyzer/tests/synthetic/mod.rs"]
@@ -121,7 +121,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | parse ours|tree [--series N] [--points P] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T] [--history-steps N]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | parse ours|streamed|tree [--series N] [--points P] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T] [--history-steps N]");
             std::process::exit(2);
         }
     }

@@ -1,13 +1,16 @@
 //! The HTTP client for a Prometheus-compatible query API (Prometheus, VictoriaMetrics,
 //! Thanos, Mimir): chunked `query_range`, instant `query`, retries and bounds.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::future::Future;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use reqwest::{StatusCode, Url};
 
+use super::body::{self, BodyError};
 use super::range::{QueryRange, POINTS_PER_CHUNK};
 use super::response::{self, DroppedSamples, Labels, ResponseError};
 use super::SourceError;
@@ -152,10 +155,15 @@ impl PrometheusClient {
                 ("end", format_time(chunk.end)),
                 ("step", format_time(chunk.step)),
             ];
-            let body = self.post(&url, &form).await?;
-            let matrix =
-                response::parse_matrix(&body).map_err(|e| self.answer_error(&url, query, e))?;
-            drop(body);
+            let limit = self.options.max_body_bytes;
+            let matrix = self
+                .post(&url, &form, |resp| async move {
+                    body::parse_streamed(resp, limit, response::read_matrix)
+                        .await
+                        .map_err(Attempt::from)?
+                        .map_err(|e| Attempt::Final(Failure::Answer(e)))
+                })
+                .await?;
             for w in &matrix.warnings {
                 tracing::warn!(url = %url, query, warning = %w, "source warning");
             }
@@ -164,7 +172,14 @@ impl PrometheusClient {
                 if !keep(&s.labels) {
                     continue;
                 }
-                out.series.entry(s.labels).or_default().extend(s.points);
+                // Moved, not copied: a copy of every series would double the answer's
+                // samples in memory while the parsed ones wait to be freed.
+                match out.series.entry(s.labels) {
+                    Entry::Vacant(e) => {
+                        e.insert(s.points);
+                    }
+                    Entry::Occupied(mut e) => e.get_mut().extend(s.points),
+                }
                 if out.series.len() > self.options.max_series {
                     return Err(SourceError::TooManySeries {
                         url: url.to_string(),
@@ -181,8 +196,12 @@ impl PrometheusClient {
     pub async fn query(&self, query: &str, time: f64) -> Result<Vec<(Labels, f64)>, SourceError> {
         let url = self.endpoint("api/v1/query");
         let form = [("query", query.to_string()), ("time", format_time(time))];
-        let body = self.post(&url, &form).await?;
-        response::parse_vector(&body).map_err(|e| self.answer_error(&url, query, e))
+        let limit = self.options.max_body_bytes;
+        self.post(&url, &form, |mut resp| async move {
+            let body = body::read_bounded(&mut resp, limit).await?;
+            response::parse_vector(&body).map_err(|e| Attempt::Final(Failure::Answer(e)))
+        })
+        .await
     }
 
     fn endpoint(&self, path: &str) -> Url {
@@ -192,35 +211,32 @@ impl PrometheusClient {
         url
     }
 
-    fn answer_error(&self, url: &Url, query: &str, e: ResponseError) -> SourceError {
-        match e {
-            ResponseError::Malformed(detail) => SourceError::BadResponse {
-                url: url.to_string(),
-                detail,
-            },
-            other => SourceError::Query {
-                url: url.to_string(),
-                query: query.to_string(),
-                status: None,
-                message: other.to_string(),
-            },
-        }
-    }
-
-    /// POSTs a form (long PromQL fits in a body, not a URL) with retries; the body of a
-    /// 2xx answer, bounded in size.
-    async fn post(&self, url: &Url, form: &[(&str, String)]) -> Result<Vec<u8>, SourceError> {
-        let policy = self.options.retry;
-        with_retries(policy, |_| self.post_once(url, form))
-            .await
-            .map_err(|(e, attempts)| e.into_source_error(url, form, attempts))
-    }
-
-    async fn post_once(
+    /// POSTs a form (long PromQL fits in a body, not a URL) with retries, and reads a
+    /// 2xx answer with `read`.
+    async fn post<T, R>(
         &self,
         url: &Url,
         form: &[(&str, String)],
-    ) -> Result<Vec<u8>, Attempt<Failure>> {
+        read: impl Fn(reqwest::Response) -> R,
+    ) -> Result<T, SourceError>
+    where
+        R: Future<Output = Result<T, Attempt<Failure>>>,
+    {
+        let policy = self.options.retry;
+        with_retries(policy, |_| async {
+            let resp = self.send(url, form).await?;
+            read(resp).await
+        })
+        .await
+        .map_err(|(e, attempts)| e.into_source_error(url, form, attempts))
+    }
+
+    /// Sends one request; the response when its status is 2xx.
+    async fn send(
+        &self,
+        url: &Url,
+        form: &[(&str, String)],
+    ) -> Result<reqwest::Response, Attempt<Failure>> {
         let mut req = self.http.post(url.clone()).form(form);
         req = match &self.options.auth {
             Auth::None => req,
@@ -232,10 +248,10 @@ impl PrometheusClient {
             .await
             .map_err(|e| Attempt::Transient(Failure::Transport(e)))?;
         let status = resp.status();
-        let body = read_bounded(&mut resp, self.options.max_body_bytes).await?;
         if status.is_success() {
-            return Ok(body);
+            return Ok(resp);
         }
+        let body = body::read_bounded(&mut resp, self.options.max_body_bytes).await?;
         let failure = Failure::Status {
             status,
             message: api_message(&body),
@@ -259,6 +275,17 @@ enum Failure {
         message: String,
     },
     TooLarge(usize),
+    /// The body arrived and is not a usable answer.
+    Answer(ResponseError),
+}
+
+impl From<BodyError> for Attempt<Failure> {
+    fn from(e: BodyError) -> Attempt<Failure> {
+        match e {
+            BodyError::Ended(e) => Attempt::Transient(Failure::Body(e)),
+            BodyError::TooLarge(limit) => Attempt::Final(Failure::TooLarge(limit)),
+        }
+    }
 }
 
 impl fmt::Display for Failure {
@@ -268,6 +295,7 @@ impl fmt::Display for Failure {
             Failure::Body(e) => write!(f, "the response body ended early: {}", error_chain(e)),
             Failure::Status { status, message } => write!(f, "HTTP {status}: {message}"),
             Failure::TooLarge(limit) => write!(f, "response larger than {limit} bytes"),
+            Failure::Answer(e) => write!(f, "{e}"),
         }
     }
 }
@@ -309,30 +337,18 @@ impl Failure {
                 query,
                 limit,
             },
+            Failure::Answer(ResponseError::Malformed(detail)) => SourceError::BadResponse {
+                url: url.to_string(),
+                detail,
+            },
+            Failure::Answer(other) => SourceError::Query {
+                url: url.to_string(),
+                query,
+                status: None,
+                message: other.to_string(),
+            },
         }
     }
-}
-
-/// Reads the body, refusing more than `limit` bytes (before or while reading).
-async fn read_bounded(
-    resp: &mut reqwest::Response,
-    limit: usize,
-) -> Result<Vec<u8>, Attempt<Failure>> {
-    if resp.content_length().is_some_and(|n| n > limit as u64) {
-        return Err(Attempt::Final(Failure::TooLarge(limit)));
-    }
-    let mut body = Vec::new();
-    while let Some(chunk) = resp
-        .chunk()
-        .await
-        .map_err(|e| Attempt::Transient(Failure::Body(e)))?
-    {
-        if body.len() + chunk.len() > limit {
-            return Err(Attempt::Final(Failure::TooLarge(limit)));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(body)
 }
 
 /// The API's `error` text from an error body, or the start of the body when it is not

@@ -1,5 +1,6 @@
 //! The Prometheus HTTP API as a source: client, response parsing and range chunking.
 
+pub mod body;
 pub mod client;
 pub mod range;
 pub mod response;

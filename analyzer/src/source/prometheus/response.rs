@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::io::{self, BufReader, Read};
 
 use serde::de::{self, Deserializer, Visitor};
 use serde::Deserialize;
@@ -127,7 +128,25 @@ impl<'de> Deserialize<'de> for SampleValue {
 
 /// Parses a `query_range` answer; the result must be a matrix.
 pub fn parse_matrix(body: &[u8]) -> Result<Matrix, ResponseError> {
-    let (data, warnings) = parse_envelope(body)?;
+    let parsed = serde_json::from_slice(body);
+    matrix(envelope(parsed, body, body.len())?)
+}
+
+/// Parses a `query_range` answer as it is read, so that the body is never held whole:
+/// only the samples parsed so far (16 bytes each) and a buffer.
+pub fn read_matrix(reader: impl Read) -> Result<Matrix, ResponseError> {
+    let mut head = Head::new(reader);
+    let parsed = serde_json::from_reader(BufReader::with_capacity(64 << 10, &mut head));
+    // A small answer that failed (an error, a scalar result) is read to its end, to be
+    // read again whole and say what it is.
+    let whole = match parsed {
+        Err(_) if head.rest_fits() => &head.bytes[..],
+        _ => &[],
+    };
+    matrix(envelope(parsed, whole, head.read)?)
+}
+
+fn matrix((data, warnings): (Data, Vec<String>)) -> Result<Matrix, ResponseError> {
     if data.result_type != "matrix" {
         return Err(ResponseError::ResultType {
             got: data.result_type,
@@ -158,10 +177,56 @@ pub fn parse_matrix(body: &[u8]) -> Result<Matrix, ResponseError> {
     })
 }
 
+/// Bytes of a streamed answer kept to explain a failed parse: an API error or a scalar
+/// result is far smaller.
+const HEAD_BYTES: usize = 64 << 10;
+
+/// A reader that counts what passes and keeps its first [`HEAD_BYTES`].
+struct Head<R> {
+    inner: R,
+    bytes: Vec<u8>,
+    read: usize,
+}
+
+impl<R: Read> Head<R> {
+    fn new(inner: R) -> Head<R> {
+        Head {
+            inner,
+            bytes: Vec::new(),
+            read: 0,
+        }
+    }
+}
+
+impl<R: Read> Head<R> {
+    /// Reads on to the end; whether everything read fits in [`HEAD_BYTES`].
+    fn rest_fits(&mut self) -> bool {
+        let mut buf = [0u8; 4096];
+        while self.read <= HEAD_BYTES {
+            match self.read(&mut buf) {
+                Ok(0) => return true,
+                Ok(_) => {}
+                Err(_) => return false,
+            }
+        }
+        false
+    }
+}
+
+impl<R: Read> Read for Head<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let keep = n.min(HEAD_BYTES.saturating_sub(self.bytes.len()));
+        self.bytes.extend_from_slice(&buf[..keep]);
+        self.read += n;
+        Ok(n)
+    }
+}
+
 /// Parses an instant `query` answer; the result must be a vector. Non-finite samples
 /// are left out.
 pub fn parse_vector(body: &[u8]) -> Result<Vec<(Labels, f64)>, ResponseError> {
-    let (data, _) = parse_envelope(body)?;
+    let (data, _) = envelope(serde_json::from_slice(body), body, body.len())?;
     if data.result_type != "vector" {
         return Err(ResponseError::ResultType {
             got: data.result_type,
@@ -195,22 +260,26 @@ struct PeekData {
     result_type: String,
 }
 
-fn parse_envelope(body: &[u8]) -> Result<(Data, Vec<String>), ResponseError> {
-    let env: Envelope =
-        serde_json::from_slice(body).map_err(|e| match serde_json::from_slice::<Peek>(body) {
-            Ok(p) if !matches!(p.data.result_type.as_str(), "matrix" | "vector") => {
-                ResponseError::ResultType {
-                    got: p.data.result_type,
-                }
+/// The envelope's data and warnings, or what the answer is instead. `whole` is the body
+/// when it is at hand (empty when it was streamed past), `len` its length in bytes.
+fn envelope(
+    parsed: serde_json::Result<Envelope>,
+    whole: &[u8],
+    len: usize,
+) -> Result<(Data, Vec<String>), ResponseError> {
+    let env = parsed.map_err(|e| match serde_json::from_slice::<Peek>(whole) {
+        Ok(p) if !matches!(p.data.result_type.as_str(), "matrix" | "vector") => {
+            ResponseError::ResultType {
+                got: p.data.result_type,
             }
-            // Valid JSON up to where the bytes stop: the body was cut short, and saying
-            // so points at the proxy or server that cut it, not at the API's format.
-            _ if e.is_eof() => ResponseError::Malformed(format!(
-                "the response body ended early (it was truncated after {} bytes): {e}",
-                body.len()
-            )),
-            _ => ResponseError::Malformed(e.to_string()),
-        })?;
+        }
+        // Valid JSON up to where the bytes stop: the body was cut short, and saying
+        // so points at the proxy or server that cut it, not at the API's format.
+        _ if e.is_eof() => ResponseError::Malformed(format!(
+            "the response body ended early (it was truncated after {len} bytes): {e}"
+        )),
+        _ => ResponseError::Malformed(e.to_string()),
+    })?;
     match env.status.as_str() {
         "success" => env.data.map(|d| (d, env.warnings)).ok_or_else(|| {
             ResponseError::Malformed("\"status\":\"success\" without \"data\"".into())
@@ -290,5 +359,57 @@ mod tests {
         let vector = r#"{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"x"]}]}}"#;
         let err = parse_vector(vector.as_bytes()).unwrap_err().to_string();
         assert!(err.contains("sample value \"x\" is not a number"), "{err}");
+    }
+
+    /// A reader that hands out a few bytes at a time, as a network does.
+    struct Dribble<'a>(&'a [u8], usize);
+
+    impl Read for Dribble<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.1 = self.1 % 7 + 1;
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_streamed_answer_reads_as_the_whole_one() {
+        let long: Vec<String> = (0..20_000).map(|i| format!("[{i},\"{i}.5\"]")).collect();
+        for body in [
+            matrix(r#"[[10,"1.5"],[20,"NaN"],[30,"+Inf"],[50,"\u0032"]]"#),
+            matrix(&format!("[{}]", long.join(","))),
+            r#"{"status":"success","warnings":["partial"],"data":{"result":[],"resultType":"matrix"}}"#.into(),
+            r#"{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}"#.into(),
+            r#"{"status":"error","errorType":"bad_data","error":"parse error"}"#.into(),
+            r#"{"status":"success","data":{"resultType":"matrix","res"#.into(),
+            matrix(r#"[[10,"busy"]]"#),
+            format!("{} trailing", matrix("[]")),
+        ] {
+            let whole = parse_matrix(body.as_bytes());
+            let streamed = read_matrix(Dribble(body.as_bytes(), 0));
+            assert_eq!(streamed, whole, "{body:.200}");
+        }
+        assert_eq!(
+            read_matrix(Dribble(matrix(&format!("[{}]", long.join(","))).as_bytes(), 0))
+                .unwrap()
+                .series[0]
+                .points
+                .len(),
+            20_000
+        );
+    }
+
+    #[test]
+    fn a_long_streamed_answer_that_ends_early_says_so_with_its_length() {
+        let long: Vec<String> = (0..20_000).map(|i| format!("[{i},\"{i}.5\"]")).collect();
+        let body = matrix(&format!("[{}]", long.join(",")));
+        let cut = &body.as_bytes()[..200_000];
+        let err = read_matrix(Dribble(cut, 0)).unwrap_err().to_string();
+        assert!(
+            err.contains("ended early (it was truncated after 200000 bytes)"),
+            "{err}"
+        );
     }
 }
