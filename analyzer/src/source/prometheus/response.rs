@@ -392,9 +392,12 @@ mod tests {
             assert_eq!(streamed, whole, "{body:.200}");
         }
         assert_eq!(
-            read_matrix(Dribble(matrix(&format!("[{}]", long.join(","))).as_bytes(), 0))
-                .unwrap()
-                .series[0]
+            read_matrix(Dribble(
+                matrix(&format!("[{}]", long.join(","))).as_bytes(),
+                0
+            ))
+            .unwrap()
+            .series[0]
                 .points
                 .len(),
             20_000
