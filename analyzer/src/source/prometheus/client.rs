@@ -284,6 +284,11 @@ impl From<BodyError> for Attempt<Failure> {
         match e {
             BodyError::Ended(e) => Attempt::Transient(Failure::Body(e)),
             BodyError::TooLarge(limit) => Attempt::Final(Failure::TooLarge(limit)),
+            BodyError::ParserStopped => Attempt::Final(Failure::Answer(ResponseError::Malformed(
+                "the answer's parser stopped before it answered: a bug in poolprof-analyzer, \
+                 please report it"
+                    .into(),
+            ))),
         }
     }
 }
