@@ -8,10 +8,12 @@
 //! when no single peak makes a period, test fundamentals on the sum of their harmonics
 //! ([`harmonics`]), which finds narrow pulses, and when that fails too, look for a
 //! regular train of events ([`events`]), which finds pulses one step wide (its period
-//! is the comb fitted to them); refine the other periods on the periodogram
-//! ([`refine`]). `docs/analysis.md` explains the choices.
+//! is the comb fitted to them), and then for a comb over the values of a short series
+//! ([`comb`]), which finds pulses too weak to be events; refine the other periods on
+//! the periodogram ([`refine`]). `docs/analysis.md` explains the choices.
 
 pub mod acf;
+pub mod comb;
 pub mod events;
 pub mod harmonics;
 pub mod held_noise;
@@ -285,6 +287,9 @@ fn detect_whole(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutco
     if found.periods.is_empty() {
         test_event_trains(&unclipped, &spectra, step, config, &mut found);
     }
+    if found.periods.is_empty() {
+        test_comb(&unclipped, &spectra, step, config, &mut found);
+    }
     finish(found)
 }
 
@@ -449,6 +454,24 @@ fn test_event_trains(
         period_seconds: train.period * step,
         strength: strength.clamp(0.0, 1.0),
         confidence: 1.0 - train.p_value(),
+        last_peak_seconds: None,
+    });
+}
+
+/// When nothing else made a period: a comb of weak pulses ([`comb`]) in the detrended
+/// series `y` (not clipped), six to twelve cycles long.
+fn test_comb(y: &[f64], spectra: &Spectra, step: f64, config: &PeriodConfig, found: &mut Found) {
+    let max_period = y.len() as f64 / config.min_cycles.max(1.0);
+    let Some(comb) = comb::find(y, config.min_period_steps.max(2.5), max_period) else {
+        return;
+    };
+    let acf = spectra.acf();
+    let at = |lag: f64| acf.get(lag as usize).copied().unwrap_or(0.0);
+    let strength = at(comb.period.floor()).max(at(comb.period.ceil()));
+    found.periods.push(Period {
+        period_seconds: comb.period * step,
+        strength: strength.clamp(0.0, 1.0),
+        confidence: 1.0 - comb.p_value(),
         last_peak_seconds: None,
     });
 }
