@@ -513,6 +513,14 @@ fn big_matrix(series: usize, points: usize) -> String {
     )
 }
 
+/// The error of a `query_range` that must fail.
+async fn failed_range(client: PrometheusClient) -> SourceError {
+    client
+        .query_range("x", range(10, 15.0), |_| true)
+        .await
+        .unwrap_err()
+}
+
 #[tokio::test]
 async fn an_answer_of_many_chunks_is_parsed_whole_as_it_arrives() {
     let body = big_matrix(40, 2000);
@@ -539,11 +547,7 @@ async fn an_undeclared_body_past_the_limit_is_refused_while_it_is_read() {
     let url = chunked_server(big_matrix(40, 2000), 4096, None);
     let mut o = ClientOptions::new(url);
     o.max_body_bytes = 1 << 20;
-    let err = PrometheusClient::new(o)
-        .unwrap()
-        .query_range("x", range(10, 15.0), |_| true)
-        .await
-        .unwrap_err();
+    let err = failed_range(PrometheusClient::new(o).unwrap()).await;
     assert!(
         matches!(err, SourceError::TooLarge { limit: 1048576, .. }),
         "{err:?}"
@@ -556,10 +560,7 @@ async fn a_body_cut_mid_stream_is_truncated_and_retried() {
     let body = big_matrix(40, 2000);
     let cut = body.len() / 2;
     let url = chunked_server(body, 4096, Some(cut));
-    let err = client(url, 2)
-        .query_range("x", range(10, 15.0), |_| true)
-        .await
-        .unwrap_err();
+    let err = failed_range(client(url, 2)).await;
     assert!(
         matches!(err, SourceError::Truncated { attempts: 2, .. }),
         "{err:?}"
@@ -575,10 +576,7 @@ async fn garbage_deep_in_a_long_answer_is_placed_and_not_retried() {
     body.push_str("oops");
     body.push_str(&after);
     let url = chunked_server(body, 4096, None);
-    let err = client(url, 3)
-        .query_range("x", range(10, 15.0), |_| true)
-        .await
-        .unwrap_err();
+    let err = failed_range(client(url, 3)).await;
     assert!(matches!(err, SourceError::BadResponse { .. }), "{err:?}");
     assert!(err.to_string().contains("line 1 column"), "{err}");
     assert_eq!(err.exit_code(), ExitCode::SourceUnreachable);

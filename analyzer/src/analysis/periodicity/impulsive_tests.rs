@@ -34,12 +34,17 @@ fn periodic_at_snr(
     seed: u64,
     snr: f64,
 ) -> Vec<f64> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let n = (cycles * period).ceil() as usize;
     let signal: Vec<f64> = (0..n)
         .map(|i| shape((i as f64 / period + 0.3).fract()))
         .collect();
-    let sigma = std_dev(&signal) / snr;
+    with_noise(&signal, snr, seed)
+}
+
+/// `signal` plus normal noise of its deviation over `snr`, drawn from `seed`.
+fn with_noise(signal: &[f64], snr: f64, seed: u64) -> Vec<f64> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let sigma = std_dev(signal) / snr;
     signal
         .iter()
         .map(|s| s + sigma * normal(&mut rng))
@@ -160,21 +165,10 @@ fn pulses_one_step_wide_at_6_cycles_are_found_as_trains() {
     let mut hits = 0;
     let mut total = 0;
     for (level, pulse) in [(0.9, 0.1), (0.05, 1.0)] {
-        for period in [8.3, 9.6, 11.4] {
+        for period in [8.3f64, 9.6, 11.4] {
             for seed in 1..=6u64 {
-                let mut rng = ChaCha8Rng::seed_from_u64(seed);
-                let at: Vec<usize> = (0..6)
-                    .map(|k| (0.7 + k as f64 * period).round() as usize)
-                    .collect();
-                let n = at[5] + (period * 0.6) as usize;
-                let signal: Vec<f64> = (0..n)
-                    .map(|i| if at.contains(&i) { pulse } else { level })
-                    .collect();
-                let sigma = std_dev(&signal) / 4.0;
-                let y: Vec<f64> = signal
-                    .iter()
-                    .map(|s| s + sigma * normal(&mut rng))
-                    .collect();
+                let n = (0.7 + 5.0 * period).round() as usize + (period * 0.6) as usize;
+                let y = one_step_pulses(level, pulse, period, n, 4.0, seed);
                 hits += usize::from(found(&y, period));
                 total += 1;
             }
@@ -289,23 +283,24 @@ fn weak_pulses_one_step_wide_at_6_cycles_are_found_on_a_comb() {
     for (level, pulse) in [(0.9, 0.1), (0.05, 1.0)] {
         for period in [8.3f64, 9.6, 11.4, 13.7] {
             for seed in 1..=8u64 {
-                let mut rng = ChaCha8Rng::seed_from_u64(700 + seed);
                 let n = (6.2 * period).ceil() as usize;
-                let at: Vec<usize> = (0..6)
-                    .map(|k| (0.7 + k as f64 * period).round() as usize)
-                    .collect();
-                let signal: Vec<f64> = (0..n)
-                    .map(|i| if at.contains(&i) { pulse } else { level })
-                    .collect();
-                let sigma = std_dev(&signal) / 1.5;
-                let y: Vec<f64> = signal
-                    .iter()
-                    .map(|s| s + sigma * normal(&mut rng))
-                    .collect();
+                let y = one_step_pulses(level, pulse, period, n, 1.5, 700 + seed);
                 hits += usize::from(found(&y, period));
                 total += 1;
             }
         }
     }
     assert!(2 * hits >= total, "{hits} of {total} found");
+}
+
+/// `n` values at `level` with six pulses to `pulse`, one step wide, at 0.7 + k·`period`
+/// (rounded), and normal noise of the signal's deviation over `snr`.
+fn one_step_pulses(level: f64, pulse: f64, period: f64, n: usize, snr: f64, seed: u64) -> Vec<f64> {
+    let at: Vec<usize> = (0..6)
+        .map(|k| (0.7 + k as f64 * period).round() as usize)
+        .collect();
+    let signal: Vec<f64> = (0..n)
+        .map(|i| if at.contains(&i) { pulse } else { level })
+        .collect();
+    with_noise(&signal, snr, seed)
 }

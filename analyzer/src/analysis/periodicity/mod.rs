@@ -285,10 +285,7 @@ fn detect_whole(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutco
         test_harmonic_sums(&x, &spectra, &whitened, step, config, &mut found);
     }
     if found.periods.is_empty() {
-        test_event_trains(&unclipped, &spectra, step, config, &mut found);
-    }
-    if found.periods.is_empty() {
-        test_comb(&unclipped, &spectra, step, config, &mut found);
+        test_pulses_in_time(&unclipped, &spectra, step, config, &mut found);
     }
     finish(found)
 }
@@ -432,46 +429,31 @@ fn test_harmonic_sums(
 }
 
 /// When neither a peak nor a harmonic sum made a period: a regular train of events
-/// ([`events`]) in the detrended series `y` (not clipped), the period of short pulses
-/// a few cycles long.
-fn test_event_trains(
+/// ([`events`]), else a comb of weak pulses ([`comb`]), in the detrended series `y`
+/// (not clipped): the period of short pulses a few cycles long.
+fn test_pulses_in_time(
     y: &[f64],
     spectra: &Spectra,
     step: f64,
     config: &PeriodConfig,
     found: &mut Found,
 ) {
-    let n = y.len() as f64;
-    let max_period = n / config.min_cycles.max(1.0);
-    let Some(train) = events::find(y, config.min_period_steps.max(2.5), max_period) else {
+    let min_period = config.min_period_steps.max(2.5);
+    let max_period = y.len() as f64 / config.min_cycles.max(1.0);
+    let Some((period, p)) = events::find(y, min_period, max_period)
+        .map(|train| (train.period, train.p_value()))
+        .or_else(|| comb::find(y, min_period, max_period).map(|c| (c.period, c.p_value())))
+    else {
         return;
     };
     // the period falls between two lags: its strength is the higher of their two
     let acf = spectra.acf();
     let at = |lag: f64| acf.get(lag as usize).copied().unwrap_or(0.0);
-    let strength = at(train.period.floor()).max(at(train.period.ceil()));
+    let strength = at(period.floor()).max(at(period.ceil()));
     found.periods.push(Period {
-        period_seconds: train.period * step,
+        period_seconds: period * step,
         strength: strength.clamp(0.0, 1.0),
-        confidence: 1.0 - train.p_value(),
-        last_peak_seconds: None,
-    });
-}
-
-/// When nothing else made a period: a comb of weak pulses ([`comb`]) in the detrended
-/// series `y` (not clipped), six to twelve cycles long.
-fn test_comb(y: &[f64], spectra: &Spectra, step: f64, config: &PeriodConfig, found: &mut Found) {
-    let max_period = y.len() as f64 / config.min_cycles.max(1.0);
-    let Some(comb) = comb::find(y, config.min_period_steps.max(2.5), max_period) else {
-        return;
-    };
-    let acf = spectra.acf();
-    let at = |lag: f64| acf.get(lag as usize).copied().unwrap_or(0.0);
-    let strength = at(comb.period.floor()).max(at(comb.period.ceil()));
-    found.periods.push(Period {
-        period_seconds: comb.period * step,
-        strength: strength.clamp(0.0, 1.0),
-        confidence: 1.0 - comb.p_value(),
+        confidence: 1.0 - p,
         last_peak_seconds: None,
     });
 }
