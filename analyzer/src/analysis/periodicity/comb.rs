@@ -10,8 +10,9 @@
 //! cycles leave enough harmonics to the spectrum). A series that wanders (AR(1), a
 //! random walk) lines up its slow swings on some comb: such series, with a lag-1
 //! autocorrelation of [`MAX_LAG1`] or more, are left alone. Bursts at random times
-//! fill a few teeth of some comb: a comb with more than a few values beyond the clip
-//! off its teeth is none.
+//! fill a few teeth of some comb: a comb with more than a few values beyond the clip,
+//! on its side, off its teeth is none (outliers of the other side say nothing against
+//! a train of dips).
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
@@ -145,7 +146,8 @@ fn clipped_scores(x: &[f64]) -> Option<Vec<f64>> {
 
 /// The comb of the largest |sum| / √teeth over periods `shortest..=longest` and every
 /// whole phase, periods half a step apart at the last tooth; no comb (a score of 0)
-/// when the values beyond the clip lie mostly off it. Bursts at random times, each
+/// when the values beyond the clip on the comb's side (below it for dips) lie mostly off
+/// it. Bursts at random times, each
 /// beyond the clip, fill a few teeth of some comb by chance, but most of them lie
 /// elsewhere; a train's pulses lie on its teeth.
 fn tallest(z: &[f64], shortest: f64, longest: f64, width: usize) -> Comb {
@@ -155,7 +157,7 @@ fn tallest(z: &[f64], shortest: f64, longest: f64, width: usize) -> Comb {
             .map(move |k| (phase as f64 + k as f64 * period).round() as usize)
             .take_while(move |&at| at < n)
     };
-    let (mut best, mut best_phase, mut searched) = (0.0, 0, 0);
+    let (mut best, mut best_phase, mut searched, mut sign) = (0.0, 0, 0, 1.0);
     let mut best_period = shortest;
     let mut period = shortest;
     while period <= longest {
@@ -170,6 +172,7 @@ fn tallest(z: &[f64], shortest: f64, longest: f64, width: usize) -> Comb {
                 let score = f64::abs(sum) / (teeth as f64).sqrt();
                 if score > best {
                     (best, best_phase, best_period) = (score, phase, period);
+                    sign = sum.signum();
                 }
             }
         }
@@ -181,7 +184,7 @@ fn tallest(z: &[f64], shortest: f64, longest: f64, width: usize) -> Comb {
         teeth += 1;
         on[at.saturating_sub(width)..(at + width + 1).min(n)].fill(true);
     }
-    let off = (0..n).filter(|&i| !on[i] && z[i].abs() >= CLIP).count();
+    let off = (0..n).filter(|&i| !on[i] && sign * z[i] >= CLIP).count();
     let score = if off > (teeth / 4).max(1) { 0.0 } else { best };
     Comb {
         period: best_period,
@@ -236,6 +239,28 @@ mod tests {
         }
         let comb = find(&y, 2.5, 11.0).expect("a comb");
         assert!((comb.period - period).abs() < 0.02 * period, "{comb:?}");
+    }
+
+    #[test]
+    fn spikes_off_a_comb_of_dips_do_not_hide_it() {
+        let period = 10.7;
+        let mut y = noise(66, 3);
+        for k in 0..6 {
+            y[(2.0 + k as f64 * period).round() as usize] -= 4.0;
+        }
+        for at in [7, 29, 51] {
+            y[at] += 20.0;
+        }
+        let comb = find(&y, 2.5, 11.0).expect("a comb");
+        assert!((comb.period - period).abs() < 0.02 * period, "{comb:?}");
+        for at in [7, 29] {
+            y[at] -= 40.0;
+        }
+        assert_eq!(
+            find(&y, 2.5, 11.0),
+            None,
+            "dips off the comb count against it"
+        );
     }
 
     #[test]
