@@ -326,7 +326,10 @@ async fn extreme_values_in_one_series_leave_the_others_analysed() {
                 s.owner
             );
         }
-        if s.owner != "GPU-3" {
+        if s.owner == "GPU-3" {
+            // it alternates every step: shorter than any period searched
+            assert!(a.periods.is_empty(), "{a:?}");
+        } else {
             let p = a
                 .periods
                 .first()

@@ -52,7 +52,7 @@ pub use threshold::{time_to_threshold, ThresholdCrossing};
 use crate::analysis::extent::max_abs;
 use crate::analysis::grid::{self, GridError};
 use crate::analysis::periodicity::tentative::tentative_lag;
-use crate::analysis::periodicity::{detect_on_grid, PeriodConfig};
+use crate::analysis::periodicity::{alternates, detect_on_grid, PeriodConfig};
 use crate::series::Series;
 
 use ets::Season;
@@ -314,6 +314,11 @@ fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
         .flatten()
         .map(|lag| in_steps(lag * step));
     periods.extend(tentative);
+    // a series that alternates every step, as the last steps fitted show: the detector
+    // reports nothing that short
+    let recent = &y[y.len().saturating_sub(FIT_POINTS)..];
+    let two_steps = given == 0 && detects && tentative.is_none() && alternates(recent);
+    periods.extend(two_steps.then_some(2.0));
     let offered = config.candidate_periods.iter().copied();
     periods.extend(offered.filter(|s| s.is_finite() && *s > 0.0).map(in_steps));
     let calendar = CALENDAR_SECONDS.iter().filter(|c| on_calendar(**c, step));
@@ -823,6 +828,17 @@ mod tests {
                 lo.iter().zip(point).zip(hi).all(inside),
                 "{lo:?} {point:?} {hi:?}"
             );
+        }
+    }
+
+    #[test]
+    fn a_series_that_alternates_every_step_goes_on_alternating() {
+        for size in [1.0, 1e308] {
+            let alternating: Vec<f64> = (0..201).map(|i| size * [1.0, -1.0][i % 2]).collect();
+            let f = forecast(&Series::from_values(&alternating, 60.0), &auto(6)).unwrap();
+            let expected: Vec<f64> = (0..6).map(|j| size * [-1.0, 1.0][j % 2]).collect();
+            assert_eq!(f.point, expected, "{f:?}");
+            assert_eq!(f.period_seconds, Some(120.0));
         }
     }
 

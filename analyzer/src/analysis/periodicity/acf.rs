@@ -24,6 +24,28 @@ pub struct HillRule {
     pub min_prominence: f64,
 }
 
+/// The autocorrelation of `y` about its mean at `lag` steps, computed directly (one
+/// lag needs no transform) on `y` scaled to a largest magnitude of 1, so any finite
+/// values do; `None` for a constant series or one too short for the lag.
+pub fn at_lag(y: &[f64], lag: usize) -> Option<f64> {
+    let largest = crate::analysis::extent::max_abs(y);
+    if y.len() <= lag || !(largest > 0.0 && largest.is_finite()) {
+        return None;
+    }
+    // below 1e150 no square or sum of squares of any length can overflow
+    let scale = if largest > 1e150 { 1.0 / largest } else { 1.0 };
+    let mean = y.iter().map(|v| v * scale).sum::<f64>() / y.len() as f64;
+    let d = |v: &f64| v * scale - mean;
+    let (mut var, mut cross) = (0.0, 0.0);
+    for (i, v) in y.iter().enumerate() {
+        var += d(v) * d(v);
+        if let Some(w) = y.get(i + lag) {
+            cross += d(v) * d(w);
+        }
+    }
+    (var > 0.0).then(|| cross / var)
+}
+
 /// Bias-corrected autocorrelation at an integer lag: the biased estimate × n / (n - lag).
 fn corrected(acf: &[f64], lag: usize) -> f64 {
     let n = acf.len();

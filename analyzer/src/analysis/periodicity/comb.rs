@@ -16,6 +16,7 @@
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
+use super::acf::at_lag;
 use super::prepare::median_in_place;
 
 /// Least comb sum, in standard deviations of the z-scores' sum. In a prototype of this
@@ -70,7 +71,8 @@ impl Comb {
 /// `min_period..=max_period` steps, when it stands [`COMB_Z`] out.
 pub fn find(y: &[f64], min_period: f64, max_period: f64) -> Option<Comb> {
     let n = y.len();
-    if !(2 * MIN_TEETH..=MAX_VALUES).contains(&n) || lag1(y) >= MAX_LAG1 {
+    let wanders = || at_lag(y, 1).is_none_or(|r| r >= MAX_LAG1);
+    if !(2 * MIN_TEETH..=MAX_VALUES).contains(&n) || wanders() {
         return None;
     }
     let shortest = (n as f64 / MAX_CYCLES).max(min_period).max(3.0);
@@ -206,17 +208,6 @@ fn running_median(y: &[f64], window: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Lag-1 autocorrelation about the mean.
-fn lag1(y: &[f64]) -> f64 {
-    let mean = y.iter().sum::<f64>() / y.len() as f64;
-    let d: Vec<f64> = y.iter().map(|v| v - mean).collect();
-    let var: f64 = d.iter().map(|v| v * v).sum();
-    if var <= 0.0 {
-        return 1.0;
-    }
-    d.windows(2).map(|w| w[0] * w[1]).sum::<f64>() / var
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,7 +267,7 @@ mod tests {
         for v in noise(300, 9) {
             walk.push(walk.last().unwrap() + v);
         }
-        assert!(lag1(&walk) >= MAX_LAG1);
+        assert!(at_lag(&walk, 1).unwrap() >= MAX_LAG1);
         assert_eq!(find(&walk, 2.5, 50.0), None);
     }
 }

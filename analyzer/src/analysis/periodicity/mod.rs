@@ -247,6 +247,52 @@ pub const STILL_SHARE: usize = 10;
 
 /// [`detect_on_grid`] on all of `values`.
 fn detect_whole(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
+    detect_whole_once(values, step, config, Alternation::Search)
+}
+
+/// Most of the periodogram's power that may lie faster than the shortest period
+/// searched before the series is taken to alternate every step ([`without_alternation`]).
+/// White noise puts a fifth there; a cycle of 2.5 steps or more lies within the search.
+pub const MAX_FAST_SHARE: f64 = 0.5;
+
+/// Whether [`detect_whole_once`] may set a two-step alternation aside.
+#[derive(Clone, Copy, PartialEq)]
+enum Alternation {
+    Search,
+    SetAside,
+}
+
+/// The periods of a series that alternates every step, most of its power faster than
+/// the shortest period searched: a line fitted to it leaves a ramp of its own, whose
+/// leakage, alone in a band the alternation leaves empty, passed the periodogram's
+/// test while every even lag repeated. They are searched on the means of neighbouring
+/// pairs, which cancel the alternation and keep the slower cycles.
+fn without_alternation(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
+    let means: Vec<f64> = values.windows(2).map(|w| w[0] / 2.0 + w[1] / 2.0).collect();
+    match detect_whole_once(&means, step, config, Alternation::SetAside) {
+        PeriodOutcome::NoPeriod { reason } => PeriodOutcome::none(format!(
+            "alternates every step, a period of 2 steps, shorter than the {} searched; \
+             without the alternation, {reason}",
+            config.min_period_steps.max(2.5)
+        )),
+        periodic => periodic,
+    }
+}
+
+/// Whether `values` alternate every step: the autocorrelation at one step at most
+/// −0.5 and at two steps at least 0.5. The forecaster offers such a series a season of
+/// two steps, which the detector does not report (it is shorter than 2.5 steps).
+pub fn alternates(values: &[f64]) -> bool {
+    acf::at_lag(values, 1).is_some_and(|r| r <= -0.5)
+        && acf::at_lag(values, 2).is_some_and(|r| r >= 0.5)
+}
+
+fn detect_whole_once(
+    values: &[f64],
+    step: f64,
+    config: &PeriodConfig,
+    alternation: Alternation,
+) -> PeriodOutcome {
     let n = values.len();
     if n < config.min_points.max(8) {
         return PeriodOutcome::none(format!(
@@ -280,6 +326,9 @@ fn detect_whole(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutco
     let Some(whitened) = significance::whiten(&spectra.power, k_min, k_max) else {
         return PeriodOutcome::none("too short for a periodogram");
     };
+    if alternation == Alternation::Search && whitened.fast_share > MAX_FAST_SHARE {
+        return without_alternation(values, step, config);
+    }
     let mut found = test_candidates(&x, &spectra, &whitened, step, config);
     if found.periods.is_empty() {
         test_harmonic_sums(&x, &spectra, &whitened, step, config, &mut found);
@@ -716,6 +765,45 @@ mod tests {
     }
 
     #[test]
+    fn a_series_that_alternates_every_step_has_no_slower_period() {
+        for n in [600, 601] {
+            let alternating: Vec<f64> = (0..n).map(|i| [1.0, -1.0][i % 2]).collect();
+            let PeriodOutcome::NoPeriod { reason } = detect(&alternating) else {
+                panic!("{n} values: {:?}", detect(&alternating));
+            };
+            assert!(reason.starts_with("alternates every step"), "{reason}");
+        }
+    }
+
+    #[test]
+    fn a_cycle_under_an_alternation_is_found_and_a_fast_one_is_kept() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let values: Vec<f64> = (0..600)
+            .map(|i| {
+                let day = (std::f64::consts::TAU * i as f64 / 24.0).sin();
+                10.0 * [1.0, -1.0][i % 2] + day + 0.05 * (rng.gen::<f64>() - 0.5)
+            })
+            .collect();
+        let found = detect(&values);
+        let first = found.periods().first().expect("the 24-step cycle");
+        assert!(
+            (first.period_seconds / 60.0 - 24.0).abs() < 0.48,
+            "{found:?}"
+        );
+
+        let fast: Vec<f64> = (0..600)
+            .map(|i| (std::f64::consts::TAU * i as f64 / 2.6).sin())
+            .collect();
+        let found = detect(&fast);
+        let first = found.periods().first().expect("the 2.6-step cycle");
+        assert!(
+            (first.period_seconds / 60.0 - 2.6).abs() < 0.052,
+            "{found:?}"
+        );
+    }
+
+    #[test]
     fn values_near_the_f64_limits_are_analysed_not_panicked_on() {
         let alternating: Vec<f64> = (0..600)
             .map(|i| if i % 2 == 0 { 1e308 } else { -1e308 })
@@ -724,10 +812,7 @@ mod tests {
         let unit: Vec<f64> = alternating.iter().map(|v| v / 1e308).collect();
         let out = detect(&alternating);
         assert_eq!(out, detect(&unit));
-        assert!(out
-            .periods()
-            .iter()
-            .all(|p| p.period_seconds.is_finite() && p.strength.is_finite()));
+        assert!(out.periods().is_empty(), "{out:?}");
         let huge: Vec<f64> = cycle().iter().map(|v| v * 1.5e307).collect();
         assert_finds_the_cycle(&huge);
         let near_max: Vec<f64> = (0..600)

@@ -36,6 +36,9 @@ pub struct Whitened {
     pub background: Vec<f64>,
     /// Sum of all ratios: the denominator of Fisher's g.
     pub total: f64,
+    /// Share of the ordinates' power (k ≥ 1) above `k_max`: cycles faster than the
+    /// shortest period searched; 0 without power.
+    pub fast_share: f64,
 }
 
 /// Whitens the Fourier ordinates (`power[2k]`) for k in `k_min..=k_max`.
@@ -45,7 +48,14 @@ pub fn whiten(power: &[f64], k_min: usize, k_max: usize) -> Option<Whitened> {
         return None;
     }
     let ordinates: Vec<f64> = (0..=k_all).map(|k| power[2 * k]).collect();
-    let floor = NOISE_FLOOR * ordinates[1..].iter().sum::<f64>() / k_all as f64;
+    let power_total = ordinates[1..].iter().sum::<f64>();
+    let floor = NOISE_FLOOR * power_total / k_all as f64;
+    let fast = ordinates[k_max + 1..].iter().sum::<f64>();
+    let fast_share = if power_total > 0.0 {
+        fast / power_total
+    } else {
+        0.0
+    };
     let background: Vec<f64> = background(&ordinates, k_min, k_max)
         .into_iter()
         .map(|b| b.max(floor))
@@ -60,6 +70,7 @@ pub fn whiten(power: &[f64], k_min: usize, k_max: usize) -> Option<Whitened> {
         ratio,
         background,
         total,
+        fast_share,
     })
 }
 
@@ -310,6 +321,7 @@ mod tests {
             total: ratio.iter().sum(),
             background: vec![1.0; ratio.len()],
             ratio,
+            fast_share: 0.0,
         };
         let all = w.peaks();
         assert!(all.len() > 20);
