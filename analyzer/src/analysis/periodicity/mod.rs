@@ -383,7 +383,13 @@ fn test_candidates(
             continue;
         }
         let half = (1.5 * t0 * t0 / n).max(1.5);
-        let usable = |h: &acf::Hill| h.lag >= config.min_period_steps && h.lag <= max_lag;
+        // The window holds the whole lags around its ends, so for a period of 2.5 steps
+        // it reaches lag 5, whose hill is the period twice as long (a sawtooth of 5
+        // steps was reported at 5 and at 2.5): a hill half the candidate's lag or more
+        // away from it is another period's.
+        let usable = |h: &acf::Hill| {
+            h.lag >= config.min_period_steps && h.lag <= max_lag && (h.lag - t0).abs() < 0.5 * t0
+        };
         let hill = acf::confirm(spectra.acf(), t0, half, rule)
             .filter(usable)
             .or_else(|| {
@@ -762,6 +768,27 @@ mod tests {
         let mut at_the_end = cycle();
         at_the_end[599] = 1e200;
         assert_finds_the_cycle(&at_the_end);
+    }
+
+    #[test]
+    fn a_short_period_is_not_reported_again_at_half_its_length() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(2);
+        for noise in [0.0, 0.3] {
+            let sawtooth: Vec<f64> = (0..600)
+                .map(|i| (i % 5) as f64 + noise * (rng.gen::<f64>() - 0.5))
+                .collect();
+            let found = detect(&sawtooth);
+            let steps: Vec<f64> = found
+                .periods()
+                .iter()
+                .map(|p| p.period_seconds / 60.0)
+                .collect();
+            assert!(
+                steps.len() == 1 && (steps[0] - 5.0).abs() < 0.01,
+                "{noise}: {steps:?}"
+            );
+        }
     }
 
     #[test]
