@@ -15,6 +15,7 @@
 pub mod acf;
 pub mod comb;
 pub mod events;
+pub mod fractions;
 pub mod harmonics;
 pub mod held_noise;
 #[cfg(test)]
@@ -159,7 +160,11 @@ pub fn detect_with_seasons(series: &Series, config: &PeriodConfig) -> Detection 
     }
     let seasons = outcome.periods().iter().map(|p| p.period_seconds).collect();
     Detection {
-        reported: held_noise::confirm(&segment.values, segment.step, outcome),
+        reported: held_noise::confirm(
+            &segment.values,
+            segment.step,
+            fractions::without_harmonics(outcome),
+        ),
         seasons,
     }
 }
