@@ -148,10 +148,9 @@ fn clipped_scores(x: &[f64]) -> Option<Vec<f64>> {
 
 /// The comb of the largest |sum| / √teeth over periods `shortest..=longest` and every
 /// whole phase, periods half a step apart at the last tooth; no comb (a score of 0)
-/// when the values beyond the clip on the comb's side (below it for dips) lie mostly off
-/// it. Bursts at random times, each
-/// beyond the clip, fill a few teeth of some comb by chance, but most of them lie
-/// elsewhere; a train's pulses lie on its teeth.
+/// when the values beyond the clip on the comb's side (below it for dips) lie mostly
+/// off it. Bursts at random times, each beyond the clip, fill a few teeth of some comb
+/// by chance, but most of them lie elsewhere; a train's pulses lie on its teeth.
 fn tallest(z: &[f64], shortest: f64, longest: f64, width: usize) -> Comb {
     let n = z.len();
     let teeth_of = |phase: usize, period: f64| {

@@ -21,7 +21,8 @@ const MAX_DIVISOR: f64 = 4.0;
 /// repeats best at (lag 13 is whole, 6.49 is not).
 const TOLERANCE: f64 = 0.005;
 
-/// `outcome` without the periods that are harmonics of another reported one.
+/// `outcome` without the periods that are harmonics of another reported one (run
+/// last, so a period another test refused takes no harmonic with it).
 pub fn without_harmonics(outcome: PeriodOutcome) -> PeriodOutcome {
     let PeriodOutcome::Periodic(periods) = outcome else {
         return outcome;

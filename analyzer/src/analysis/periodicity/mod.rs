@@ -160,11 +160,11 @@ pub fn detect_with_seasons(series: &Series, config: &PeriodConfig) -> Detection 
     }
     let seasons = outcome.periods().iter().map(|p| p.period_seconds).collect();
     Detection {
-        reported: held_noise::confirm(
+        reported: fractions::without_harmonics(held_noise::confirm(
             &segment.values,
             segment.step,
-            fractions::without_harmonics(outcome),
-        ),
+            outcome,
+        )),
         seasons,
     }
 }
@@ -292,6 +292,7 @@ pub fn alternates(values: &[f64]) -> bool {
         && acf::at_lag(values, 2).is_some_and(|r| r >= 0.5)
 }
 
+/// [`detect_whole`], which may set a two-step alternation aside once.
 fn detect_whole_once(
     values: &[f64],
     step: f64,
