@@ -14,6 +14,7 @@ use super::candidates::median;
 use super::candidates::Path;
 use super::resets::is_sawtooth;
 use super::validation::{self, Choice, Origins};
+use crate::analysis::periodicity::acf;
 
 /// The current level is the median of the last horizon / `LEVEL_SHARE` values (at least
 /// [`MIN_LEVEL`]): an hour for a day ahead, past a single noisy count or a blip.
@@ -102,27 +103,11 @@ fn half_life(y: &[f64], centre: f64, h: usize) -> f64 {
     if y.len() <= 2 * lag {
         return lag as f64;
     }
-    let r = autocorrelation_about(y, centre, lag);
+    let r = acf::about(y, centre, lag);
     if r <= 0.0 {
         return shortest;
     }
     (lag as f64 * 0.5f64.ln() / r.ln()).clamp(shortest, longest)
-}
-
-/// The autocorrelation of `y` at `lag` about `centre` (not its mean: a count at 0 most
-/// of the time is measured from 0); 0 for a series without spread.
-pub(super) fn autocorrelation_about(y: &[f64], centre: f64, lag: usize) -> f64 {
-    let covariance: f64 = y
-        .iter()
-        .zip(y.get(lag..).unwrap_or_default())
-        .map(|(a, b)| (a - centre) * (b - centre))
-        .sum();
-    let variance: f64 = y.iter().map(|v| (v - centre) * (v - centre)).sum();
-    if variance > 0.0 {
-        covariance / variance
-    } else {
-        0.0
-    }
 }
 
 fn median_of_three(a: f64, b: f64, c: f64) -> f64 {

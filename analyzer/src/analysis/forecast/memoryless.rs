@@ -6,7 +6,7 @@
 //! which naive tied with, is the constant that errs least.
 
 use super::candidates::median;
-use super::hedge::autocorrelation_about;
+use crate::analysis::periodicity::acf;
 
 /// Lag-1 autocorrelation about the median below which a series forgets its last step:
 /// on the tenants set's development seeds, GPUs held and nodes busy measured 0.99 (the
@@ -24,7 +24,7 @@ pub fn level(y: &[f64]) -> Option<f64> {
     }
     let centre = median(y.to_vec());
     let spread = y.iter().any(|v| (v - centre).abs() > 0.0);
-    (spread && autocorrelation_about(y, centre, 1) < MAX_LAG1).then_some(centre)
+    (spread && acf::about(y, centre, 1) < MAX_LAG1).then_some(centre)
 }
 
 #[cfg(test)]

@@ -24,26 +24,27 @@ pub struct HillRule {
     pub min_prominence: f64,
 }
 
-/// The autocorrelation of `y` about its mean at `lag` steps, computed directly (one
-/// lag needs no transform) on `y` scaled to a largest magnitude of 1, so any finite
-/// values do; `None` for a constant series or one too short for the lag.
-pub fn at_lag(y: &[f64], lag: usize) -> Option<f64> {
-    let largest = crate::analysis::extent::max_abs(y);
-    if y.len() <= lag || !(largest > 0.0 && largest.is_finite()) {
-        return None;
+/// The autocorrelation of `y` at `lag` about `centre` (not always its mean: a count at
+/// 0 most of the time is measured from 0), computed directly: one lag needs no
+/// transform. 0 for a series without spread. The callers' series are scaled to a
+/// largest magnitude of 1, so no square overflows.
+pub fn about(y: &[f64], centre: f64, lag: usize) -> f64 {
+    let covariance: f64 = y
+        .iter()
+        .zip(y.get(lag..).unwrap_or_default())
+        .map(|(a, b)| (a - centre) * (b - centre))
+        .sum();
+    let variance: f64 = y.iter().map(|v| (v - centre) * (v - centre)).sum();
+    if variance > 0.0 {
+        covariance / variance
+    } else {
+        0.0
     }
-    // below 1e150 no square or sum of squares of any length can overflow
-    let scale = if largest > 1e150 { 1.0 / largest } else { 1.0 };
-    let mean = y.iter().map(|v| v * scale).sum::<f64>() / y.len() as f64;
-    let d = |v: &f64| v * scale - mean;
-    let (mut var, mut cross) = (0.0, 0.0);
-    for (i, v) in y.iter().enumerate() {
-        var += d(v) * d(v);
-        if let Some(w) = y.get(i + lag) {
-            cross += d(v) * d(w);
-        }
-    }
-    (var > 0.0).then(|| cross / var)
+}
+
+/// [`about`] the mean of `y`.
+pub fn about_mean(y: &[f64], lag: usize) -> f64 {
+    about(y, y.iter().sum::<f64>() / y.len().max(1) as f64, lag)
 }
 
 /// Bias-corrected autocorrelation at an integer lag: the biased estimate × n / (n - lag).

@@ -16,7 +16,7 @@
 
 use statrs::distribution::{ContinuousCDF, Normal};
 
-use super::acf::at_lag;
+use super::acf::about_mean;
 use super::prepare::median_in_place;
 
 /// Least comb sum, in standard deviations of the z-scores' sum. In a prototype of this
@@ -71,7 +71,7 @@ impl Comb {
 /// `min_period..=max_period` steps, when it stands [`COMB_Z`] out.
 pub fn find(y: &[f64], min_period: f64, max_period: f64) -> Option<Comb> {
     let n = y.len();
-    let wanders = || at_lag(y, 1).is_none_or(|r| r >= MAX_LAG1);
+    let wanders = || about_mean(y, 1) >= MAX_LAG1;
     if !(2 * MIN_TEETH..=MAX_VALUES).contains(&n) || wanders() {
         return None;
     }
@@ -220,29 +220,37 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn six_weak_dips_a_step_wide_make_a_comb() {
-        let period = 10.7;
+    const DIPS_PERIOD: f64 = 10.7;
+
+    /// Six dips of 4 noise deviations, a step wide, every [`DIPS_PERIOD`] steps.
+    fn six_weak_dips() -> Vec<f64> {
         let mut y = noise(66, 3);
         for k in 0..6 {
-            y[(2.0 + k as f64 * period).round() as usize] -= 4.0;
+            y[(2.0 + k as f64 * DIPS_PERIOD).round() as usize] -= 4.0;
         }
-        let comb = find(&y, 2.5, 11.0).expect("a comb");
-        assert!((comb.period - period).abs() < 0.02 * period, "{comb:?}");
+        y
+    }
+
+    fn assert_finds_the_dips(y: &[f64]) {
+        let comb = find(y, 2.5, 11.0).expect("a comb");
+        assert!(
+            (comb.period - DIPS_PERIOD).abs() < 0.02 * DIPS_PERIOD,
+            "{comb:?}"
+        );
+    }
+
+    #[test]
+    fn six_weak_dips_a_step_wide_make_a_comb() {
+        assert_finds_the_dips(&six_weak_dips());
     }
 
     #[test]
     fn spikes_off_a_comb_of_dips_do_not_hide_it() {
-        let period = 10.7;
-        let mut y = noise(66, 3);
-        for k in 0..6 {
-            y[(2.0 + k as f64 * period).round() as usize] -= 4.0;
-        }
+        let mut y = six_weak_dips();
         for at in [7, 29, 51] {
             y[at] += 20.0;
         }
-        let comb = find(&y, 2.5, 11.0).expect("a comb");
-        assert!((comb.period - period).abs() < 0.02 * period, "{comb:?}");
+        assert_finds_the_dips(&y);
         for at in [7, 29] {
             y[at] -= 40.0;
         }
@@ -266,7 +274,7 @@ mod tests {
         for v in noise(300, 9) {
             walk.push(walk.last().unwrap() + v);
         }
-        assert!(at_lag(&walk, 1).unwrap() >= MAX_LAG1);
+        assert!(about_mean(&walk, 1) >= MAX_LAG1);
         assert_eq!(find(&walk, 2.5, 50.0), None);
     }
 }

@@ -258,7 +258,7 @@ fn detect_whole(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutco
 /// Most of the periodogram's power that may lie faster than the shortest period
 /// searched before the series is taken to alternate every step ([`without_alternation`]).
 /// White noise puts a fifth there; a cycle of 2.5 steps or more lies within the search.
-pub const MAX_FAST_SHARE: f64 = 0.5;
+const MAX_FAST_SHARE: f64 = 0.5;
 
 /// Whether [`detect_whole_once`] may set a two-step alternation aside.
 #[derive(Clone, Copy, PartialEq)]
@@ -284,12 +284,12 @@ fn without_alternation(values: &[f64], step: f64, config: &PeriodConfig) -> Peri
     }
 }
 
-/// Whether `values` alternate every step: the autocorrelation at one step at most
-/// −0.5 and at two steps at least 0.5. The forecaster offers such a series a season of
-/// two steps, which the detector does not report (it is shorter than 2.5 steps).
+/// Whether `values` (scaled to a largest magnitude of 1) alternate every step: the
+/// autocorrelation at one step at most −0.5 and at two steps at least 0.5. The
+/// forecaster offers such a series a season of two steps, which the detector does not
+/// report (it is shorter than 2.5 steps).
 pub fn alternates(values: &[f64]) -> bool {
-    acf::at_lag(values, 1).is_some_and(|r| r <= -0.5)
-        && acf::at_lag(values, 2).is_some_and(|r| r >= 0.5)
+    acf::about_mean(values, 1) <= -0.5 && acf::about_mean(values, 2) >= 0.5
 }
 
 /// [`detect_whole`], which may set a two-step alternation aside once.
@@ -757,6 +757,15 @@ mod tests {
             .collect()
     }
 
+    /// The periods [`detect`] finds, in its steps of 60 s.
+    fn steps_found(values: &[f64]) -> Vec<f64> {
+        detect(values)
+            .periods()
+            .iter()
+            .map(|p| p.period_seconds / 60.0)
+            .collect()
+    }
+
     fn assert_finds_the_cycle(values: &[f64]) {
         let out = detect(values);
         let p = out.periods().first().unwrap_or_else(|| panic!("{out:?}"));
@@ -784,12 +793,7 @@ mod tests {
             let sawtooth: Vec<f64> = (0..600)
                 .map(|i| (i % 5) as f64 + noise * (rng.gen::<f64>() - 0.5))
                 .collect();
-            let found = detect(&sawtooth);
-            let steps: Vec<f64> = found
-                .periods()
-                .iter()
-                .map(|p| p.period_seconds / 60.0)
-                .collect();
+            let steps = steps_found(&sawtooth);
             assert!(
                 steps.len() == 1 && (steps[0] - 5.0).abs() < 0.01,
                 "{noise}: {steps:?}"
@@ -818,22 +822,16 @@ mod tests {
                 10.0 * [1.0, -1.0][i % 2] + day + 0.05 * (rng.gen::<f64>() - 0.5)
             })
             .collect();
-        let found = detect(&values);
-        let first = found.periods().first().expect("the 24-step cycle");
-        assert!(
-            (first.period_seconds / 60.0 - 24.0).abs() < 0.48,
-            "{found:?}"
-        );
+        let found = steps_found(&values);
+        let first = found.first().expect("the 24-step cycle");
+        assert!((first - 24.0).abs() < 0.48, "{found:?}");
 
         let fast: Vec<f64> = (0..600)
             .map(|i| (std::f64::consts::TAU * i as f64 / 2.6).sin())
             .collect();
-        let found = detect(&fast);
-        let first = found.periods().first().expect("the 2.6-step cycle");
-        assert!(
-            (first.period_seconds / 60.0 - 2.6).abs() < 0.052,
-            "{found:?}"
-        );
+        let found = steps_found(&fast);
+        let first = found.first().expect("the 2.6-step cycle");
+        assert!((first - 2.6).abs() < 0.052, "{found:?}");
     }
 
     #[test]
