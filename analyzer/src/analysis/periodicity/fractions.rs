@@ -1,12 +1,13 @@
 //! Harmonics are not periods. A cycle of any shape puts power at every multiple of its
 //! frequency, and its autocorrelation often has a small hill of its own at a half, a
-//! third or a quarter of the period: a shape of 6 steps, 10 10 0 0 10 1, repeats its
-//! first half in its second 0.28 as well as it repeats whole (1.0), and was reported at
-//! 6 and at 3 steps. A period a whole fraction of a reported one, on a hill less than
+//! third or a quarter of the period. A candidate whose hill is far lower than its
+//! multiple's is taken to that multiple when it is tested ([`super::multiple`]); one
+//! less clearly lower is kept, and is the forecaster's to validate as a season, but is
+//! not reported: a shape of 9 steps, 10 10 0 0 5 10 0 0 0, is found at 9 and at 4.5
+//! steps. A period a whole fraction of a reported one, on a hill less than
 //! [`OCTAVE_HEIGHT`] as high, is that period's harmonic and is not reported; one at
 //! least that high repeats as well as the whole, and the detector's octave rule already
-//! prefers it. The forecaster is still handed every period found: it validates each as
-//! a season of its own.
+//! prefers it.
 
 use super::{Period, PeriodOutcome, OCTAVE_HEIGHT};
 
@@ -76,11 +77,11 @@ mod tests {
     }
 
     #[test]
-    fn a_shape_of_6_steps_is_reported_at_6_only() {
+    fn a_shape_of_9_steps_is_reported_at_9_only() {
         use crate::analysis::periodicity::{detect_on_grid, detect_periods, PeriodConfig};
         use crate::series::Series;
-        let shape = [10.0, 10.0, 0.0, 0.0, 10.0, 1.0];
-        let values: Vec<f64> = (0..600).map(|i| shape[i % 6]).collect();
+        let shape = [10.0, 10.0, 0.0, 0.0, 5.0, 10.0, 0.0, 0.0, 0.0];
+        let values: Vec<f64> = (0..600).map(|i| shape[i % 9]).collect();
         let config = PeriodConfig::default();
         let steps = |o: &PeriodOutcome| -> Vec<f64> {
             o.periods()
@@ -91,11 +92,11 @@ mod tests {
         // the detector finds the harmonic (the forecaster is handed it), ...
         assert_eq!(
             steps(&detect_on_grid(&values, 60.0, &config)),
-            vec![6.0, 3.0]
+            vec![9.0, 4.5]
         );
         // ... the report leaves it out
         let series = Series::from_values(&values, 60.0);
-        assert_eq!(steps(&detect_periods(&series, &config)), vec![6.0]);
+        assert_eq!(steps(&detect_periods(&series, &config)), vec![9.0]);
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod harmonics;
 pub mod held_noise;
 #[cfg(test)]
 mod impulsive_tests;
+pub mod multiple;
 pub mod prepare;
 pub mod refine;
 pub mod significance;
@@ -413,8 +414,13 @@ fn test_candidates(
             found.significant_without_hill.push(t0 * step);
             continue;
         };
-        let harmonics = harmonic_count(w, n / t0);
-        let steps = if n / t0 < FEW_CYCLES && harmonics > 1 {
+        let lifted = multiple::lift(x, w, t0, hill, OCTAVE_HEIGHT, REPEAT_Z, |lag| {
+            let half = (1.5 * lag * lag / n).max(1.5).min(0.5 * t0);
+            acf::confirm(spectra.acf(), lag, half, rule).filter(|h| h.lag <= max_lag)
+        });
+        let (t0, hill) = (lifted.lag, lifted.hill);
+        let harmonics = harmonic_count(w, n / t0).max(lifted.multiple);
+        let steps = if lifted.multiple > 1 || (n / t0 < FEW_CYCLES && harmonics > 1) {
             1.0 / refine::harmonic_peak_frequency(x, 1.0 / t0, 0.5 / n, harmonics)
         } else {
             refined_period(x, t0)
