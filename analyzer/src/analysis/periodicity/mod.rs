@@ -414,10 +414,7 @@ fn test_candidates(
             found.significant_without_hill.push(t0 * step);
             continue;
         };
-        let lifted = multiple::lift(x, w, t0, hill, OCTAVE_HEIGHT, REPEAT_Z, |lag| {
-            let half = (1.5 * lag * lag / n).max(1.5).min(0.5 * t0);
-            acf::confirm(spectra.acf(), lag, half, rule).filter(|h| h.lag <= max_lag)
-        });
+        let lifted = lift(x, spectra, w, t0, hill, rule, max_lag);
         let (t0, hill) = (lifted.lag, lifted.hill);
         let harmonics = harmonic_count(w, n / t0).max(lifted.multiple);
         let steps = if lifted.multiple > 1 || (n / t0 < FEW_CYCLES && harmonics > 1) {
@@ -441,6 +438,25 @@ fn test_candidates(
         }
     }
     found
+}
+
+/// A confirmed candidate at lag `t0`, or the multiple of it whose hill shows it to be
+/// a harmonic ([`multiple::lift`]); the multiples' hills are looked for within half
+/// the candidate's lag of them, like its own.
+fn lift(
+    x: &[f64],
+    spectra: &Spectra,
+    w: &Whitened,
+    t0: f64,
+    hill: acf::Hill,
+    rule: HillRule,
+    max_lag: f64,
+) -> multiple::Lifted {
+    let n = x.len() as f64;
+    multiple::lift(x, w, t0, hill, OCTAVE_HEIGHT, REPEAT_Z, |lag| {
+        let half = (1.5 * lag * lag / n).max(1.5).min(0.5 * t0);
+        acf::confirm(spectra.acf(), lag, half, rule).filter(|h| h.lag <= max_lag)
+    })
 }
 
 /// When no single peak made a period: fundamentals whose harmonics together stand out
@@ -484,6 +500,10 @@ fn test_harmonic_sums(
         if !significant && !acf::repeats(spectra.acf(), &hill, REPEAT_Z, REPEATS) {
             continue;
         }
+        let lifted = lift(x, spectra, w, t0, hill, rule, max_lag);
+        let (t0, hill) = (lifted.lag, lifted.hill);
+        // the candidate's harmonics are every `multiple`-th of the longer period's
+        let summed = summed * lifted.multiple;
         let f = refine::harmonic_peak_frequency(x, 1.0 / t0, 0.25 / n, summed);
         found.periods.push(Period {
             period_seconds: step / f,
