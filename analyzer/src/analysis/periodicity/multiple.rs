@@ -16,7 +16,7 @@ use super::significance::Whitened;
 /// Most times a candidate's lag is multiplied: dips every 30.05 steps of the impulsive
 /// development set were reported at their sixth harmonic (4.98 steps). A week's seven
 /// days stay out of reach: a day is a period of its own, not a harmonic of the week.
-pub const MAX_MULTIPLE: usize = 6;
+const MAX_MULTIPLE: usize = 6;
 
 /// How high the smoothed autocorrelation may stand at the candidate's lag, as a share
 /// of the multiple's, for the multiple to be the period. On the impulsive development
