@@ -29,17 +29,25 @@ pub struct HillRule {
 /// transform. 0 for a series without spread. The callers' series are scaled to a
 /// largest magnitude of 1, so no square overflows.
 pub fn about(y: &[f64], centre: f64, lag: usize) -> f64 {
+    about_with(y, centre, spread(y, centre), lag)
+}
+
+/// The sum of squares of `y` about `centre`: [`about`]'s denominator.
+pub fn spread(y: &[f64], centre: f64) -> f64 {
+    y.iter().map(|v| (v - centre) * (v - centre)).sum()
+}
+
+/// [`about`] with its denominator, `spread`, computed once for several lags.
+pub fn about_with(y: &[f64], centre: f64, spread: f64, lag: usize) -> f64 {
+    if spread <= 0.0 {
+        return 0.0;
+    }
     let covariance: f64 = y
         .iter()
         .zip(y.get(lag..).unwrap_or_default())
         .map(|(a, b)| (a - centre) * (b - centre))
         .sum();
-    let variance: f64 = y.iter().map(|v| (v - centre) * (v - centre)).sum();
-    if variance > 0.0 {
-        covariance / variance
-    } else {
-        0.0
-    }
+    covariance / spread
 }
 
 /// [`about`] the mean of `y`.

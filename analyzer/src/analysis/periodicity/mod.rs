@@ -453,7 +453,7 @@ fn lift(
     max_lag: f64,
 ) -> multiple::Lifted {
     let n = x.len() as f64;
-    multiple::lift(x, w, t0, hill, OCTAVE_HEIGHT, REPEAT_Z, |lag| {
+    multiple::lift(x, w, t0, hill, |lag| {
         let half = (1.5 * lag * lag / n).max(1.5).min(0.5 * t0);
         acf::confirm(spectra.acf(), lag, half, rule).filter(|h| h.lag <= max_lag)
     })
