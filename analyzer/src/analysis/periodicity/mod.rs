@@ -477,10 +477,14 @@ fn test_harmonic_sums(
         min_prominence: config.min_prominence,
     };
     let max_lag = n / config.min_cycles.max(1.0);
+    // A lag under the shortest period searched has no hill of its own, whatever its
+    // window reaches: the window of a lag of 2 steps holds the hills of lags nearly
+    // twice as long, and halving to it reported periods under 2.5 steps.
+    let shortest = config.min_period_steps.max(2.5);
     let hill_at = |t: f64| {
         let half = (1.5 * t * t / n).max(1.5);
         acf::confirm(spectra.acf(), t, half, rule)
-            .filter(|h| h.lag >= config.min_period_steps && h.lag <= max_lag)
+            .filter(|h| t >= shortest && h.lag >= shortest && h.lag <= max_lag)
     };
     // Candidates up to a corrected p of 1 (a sum as extreme as the whole search yields
     // about once under noise); those not significant at `alpha` must show the stronger
