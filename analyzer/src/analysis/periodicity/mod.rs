@@ -108,7 +108,8 @@ impl Default for PeriodConfig {
         Self {
             step_seconds: None,
             max_fill_steps: 10,
-            min_points: 32,
+            // six cycles of the shortest period searched
+            min_points: 15,
             min_cycles: 3.0,
             alpha: 0.01,
             max_periods: 3,
@@ -506,6 +507,16 @@ fn test_harmonic_sums(
         }
         let lifted = lift(x, spectra, w, t0, hill, rule, max_lag);
         let (t0, hill) = (lifted.lag, lifted.hill);
+        // A fundamental more than the refinement's reach (a quarter of a Fourier bin)
+        // from its own hill is refined from the hill: halving a sum of a few points'
+        // leakage lands between lags (a sine of 3 steps in 18 points: summed at 5.14,
+        // halved to 2.57, refined to 2.77 beside its hill at 3).
+        let own = (hill.lag - t0).abs() < 0.5 * t0;
+        let t0 = if own && (1.0 / hill.lag - 1.0 / t0).abs() > 0.25 / n {
+            hill.lag
+        } else {
+            t0
+        };
         // the candidate's harmonics are every `multiple`-th of the longer period's
         let summed = summed * lifted.multiple;
         let f = refine::harmonic_peak_frequency(x, 1.0 / t0, 0.25 / n, summed);
