@@ -10,7 +10,7 @@ use poolprof_analyzer::analysis::periodicity::{detect_periods, PeriodConfig};
 use poolprof_analyzer::series::Series;
 
 use crate::engines;
-use crate::impulsive::{aperiodic, periodic, Aperiodic, Case, Shape, STEP};
+use crate::impulsive::{aperiodic, periodic, Aperiodic, Case, Periods, Shape, STEP};
 
 /// Cycle counts of the periodic rows.
 const CYCLES: [f64; 4] = [6.0, 9.0, 12.0, 20.0];
@@ -67,9 +67,12 @@ fn within(got: f64, truth: f64, whole_steps: bool) -> bool {
 }
 
 /// Prints both tables for `per_cell` series per shape and cycle count.
-pub fn run(set: &str, per_cell: usize) {
+pub fn run(set: &str, per_cell: usize, periods: Periods) {
     let base = base_seed(set);
-    println!("Seed set `{set}`, {per_cell} series per cell; cell: any reported period within 2% (first reported within 2%).");
+    println!(
+        "Seed set `{set}`, {per_cell} series per cell, periods {}-{} steps; cell: any reported period within 2% (first reported within 2%).",
+        periods.lo, periods.hi
+    );
     println!();
     println!("| shape | cycles | {} |", NAMES.join(" | "));
     println!("| --- | ---: | ---: | ---: | ---: |");
@@ -82,7 +85,12 @@ pub fn run(set: &str, per_cell: usize) {
             let mut first = [0usize; 3];
             for i in 0..per_cell {
                 let seed = base + (s * 100_000 + c * 10_000 + i) as u64;
-                let case = periodic(*shape, *cycles, &mut ChaCha8Rng::seed_from_u64(seed));
+                let case = periodic(
+                    *shape,
+                    *cycles,
+                    periods,
+                    &mut ChaCha8Rng::seed_from_u64(seed),
+                );
                 let truth = case.period_steps.expect("periodic");
                 for (e, got) in answers(&case).iter().enumerate() {
                     let whole = e > 0;
@@ -129,7 +137,7 @@ pub fn run(set: &str, per_cell: usize) {
         let mut fp = [0usize; 3];
         for i in 0..per_kind {
             let seed = base + (900_000 + k * 10_000 + i) as u64;
-            let case = aperiodic(*kind, &mut ChaCha8Rng::seed_from_u64(seed));
+            let case = aperiodic(*kind, periods, &mut ChaCha8Rng::seed_from_u64(seed));
             for (e, got) in answers(&case).iter().enumerate() {
                 if !got.is_empty() {
                     fp[e] += 1;

@@ -93,9 +93,36 @@ fn std_dev(x: &[f64]) -> f64 {
     (x.iter().map(|v| (v - m) * (v - m)).sum::<f64>() / n).sqrt()
 }
 
-/// A period of 8–240 steps (2 min to 1 h at 15 s), not a whole number of steps.
-fn draw_period(rng: &mut ChaCha8Rng) -> f64 {
-    log_uniform(rng, 8.0, 240.0)
+/// The range periods are drawn from, log-uniformly, in steps.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Periods {
+    /// Shortest period.
+    pub lo: f64,
+    /// Longest period.
+    pub hi: f64,
+}
+
+impl Periods {
+    /// 8–240 steps (2 min to 1 h at 15 s): the suite's range.
+    pub const SUITE: Periods = Periods { lo: 8.0, hi: 240.0 };
+
+    /// `LO-HI` in steps, both at least 2.5 (the detector's shortest) and LO ≤ HI.
+    pub fn parse(text: &str) -> Result<Periods, String> {
+        let bad = || format!("--periods {text:?}: want LO-HI in steps, 2.5 <= LO <= HI");
+        let (lo, hi) = text.split_once('-').ok_or_else(bad)?;
+        let (lo, hi): (f64, f64) = (
+            lo.parse().map_err(|_| bad())?,
+            hi.parse().map_err(|_| bad())?,
+        );
+        (2.5 <= lo && lo <= hi && hi.is_finite())
+            .then_some(Periods { lo, hi })
+            .ok_or_else(bad)
+    }
+
+    /// A period in the range, not a whole number of steps.
+    fn draw(&self, rng: &mut ChaCha8Rng) -> f64 {
+        log_uniform(rng, self.lo, self.hi)
+    }
 }
 
 /// The noise-free shape at step `i`: `u` is the phase in cycles (0–1).
@@ -131,9 +158,10 @@ fn shape_at(shape: Shape, u: f64, i: usize, duty: f64) -> f64 {
     }
 }
 
-/// A periodic series of `shape` showing `cycles` cycles (plus up to half a cycle).
-pub fn periodic(shape: Shape, cycles: f64, rng: &mut ChaCha8Rng) -> Case {
-    let period = draw_period(rng);
+/// A periodic series of `shape` showing `cycles` cycles (plus up to half a cycle) of a
+/// period drawn from `periods`.
+pub fn periodic(shape: Shape, cycles: f64, periods: Periods, rng: &mut ChaCha8Rng) -> Case {
+    let period = periods.draw(rng);
     let n = ((cycles + 0.5 * rng.gen::<f64>()) * period).ceil() as usize;
     let phase: f64 = rng.gen();
     // At least one sample per dip or spike, so every cycle shows it.
@@ -153,9 +181,10 @@ pub fn periodic(shape: Shape, cycles: f64, rng: &mut ChaCha8Rng) -> Case {
     }
 }
 
-/// An aperiodic series as long as a periodic one of 6–20 cycles.
-pub fn aperiodic(kind: Aperiodic, rng: &mut ChaCha8Rng) -> Case {
-    let n = ((6.0 + 14.0 * rng.gen::<f64>()) * draw_period(rng)).ceil() as usize;
+/// An aperiodic series as long as a periodic one of 6–20 cycles of a period drawn from
+/// `periods`.
+pub fn aperiodic(kind: Aperiodic, periods: Periods, rng: &mut ChaCha8Rng) -> Case {
+    let n = ((6.0 + 14.0 * rng.gen::<f64>()) * periods.draw(rng)).ceil() as usize;
     let mut x = vec![0.0; n];
     match kind {
         Aperiodic::WhiteNoise => x.iter_mut().for_each(|v| *v = normal(rng)),
@@ -263,4 +292,17 @@ fn impair(mut x: Vec<f64>, scale: f64, rng: &mut ChaCha8Rng) -> Vec<(f64, f64)> 
         });
     }
     points
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_period_range_is_lo_dash_hi_in_steps_from_the_shortest_searched() {
+        assert_eq!(Periods::parse("3-8"), Ok(Periods { lo: 3.0, hi: 8.0 }));
+        for bad in ["8", "8-3", "2-8", "a-8", "3-inf", "-"] {
+            assert!(Periods::parse(bad).is_err(), "{bad}");
+        }
+    }
 }

@@ -359,7 +359,7 @@ fn six_cycles_of_a_fast_period_are_analysed() {
 /// the lag of the hill found there when the two are more than a quarter of a Fourier
 /// bin apart: a sine of 3 steps in 18 points, summed at 5.14 steps and halved to 2.57,
 /// was refined to 2.77 steps beside its hill at 3. At SNR 10, 15 of these 20 were found
-/// and 18 are now.
+/// and 17 are now.
 #[test]
 fn a_fast_harmonic_sum_is_refined_where_the_series_repeats() {
     let hits = six_fast_cycles_found(10.0);

@@ -507,12 +507,13 @@ fn test_harmonic_sums(
         }
         let lifted = lift(x, spectra, w, t0, hill, rule, max_lag);
         let (t0, hill) = (lifted.lag, lifted.hill);
-        // A fundamental more than the refinement's reach (a quarter of a Fourier bin)
-        // from its own hill is refined from the hill: halving a sum of a few points'
-        // leakage lands between lags (a sine of 3 steps in 18 points: summed at 5.14,
-        // halved to 2.57, refined to 2.77 beside its hill at 3).
+        // A fraction of the sum's fundamental is no spectral estimate of its own; one
+        // further from its own hill than the refinement reaches (a quarter of a
+        // Fourier bin) is refined from the hill: in a few points the sum's leakage
+        // lands between lags (a sine of 3 steps in 18 points: summed at 5.14, halved
+        // to 2.57, refined to 2.77 beside its hill at 3).
         let own = (hill.lag - t0).abs() < 0.5 * t0;
-        let t0 = if own && (1.0 / hill.lag - 1.0 / t0).abs() > 0.25 / n {
+        let t0 = if divisor > 1.0 && own && (1.0 / hill.lag - 1.0 / t0).abs() > 0.25 / n {
             hill.lag
         } else {
             t0
