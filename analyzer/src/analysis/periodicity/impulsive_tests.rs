@@ -309,7 +309,7 @@ fn one_step_pulses(level: f64, pulse: f64, period: f64, n: usize, snr: f64, seed
 /// halved its lag while any hill stood in the window around the half, and the window
 /// of a lag near 2 steps reaches the hill at the lag twice as long: 6 of these 40 were
 /// reported at 1.86 to 2.22 steps (half their period, under the 2.5 searched), and 12
-/// found. None may be reported under 2.5 steps; 18 are found now.
+/// found. None may be reported under 2.5 steps; 21 are found now.
 #[test]
 fn a_fast_cycle_is_never_reported_faster_than_the_shortest_period_searched() {
     let sine = |u: f64| (2.0 * std::f64::consts::PI * u).sin();
