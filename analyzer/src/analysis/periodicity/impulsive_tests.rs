@@ -348,7 +348,7 @@ fn six_fast_cycles_found(snr: f64) -> usize {
 }
 
 /// Fewer than 32 points were answered "too short"; six cycles of the shortest period
-/// searched (2.5 steps) are analysed now. At SNR 3, 13 of these 20 are found.
+/// searched (2.5 steps) are analysed now. At SNR 3, 12 of these 20 are found.
 #[test]
 fn six_cycles_of_a_fast_period_are_analysed() {
     let hits = six_fast_cycles_found(3.0);
