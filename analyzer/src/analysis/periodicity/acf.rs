@@ -15,6 +15,16 @@ pub struct Hill {
     pub height: f64,
 }
 
+impl Hill {
+    /// Whether this is the hill of `lag`: within half of it. A window around a short
+    /// lag holds whole lags about its ends, and reaches the hill of twice the lag (a
+    /// sawtooth of 5 steps was reported at 5 and at 2.5): a hill that far is another
+    /// period's.
+    pub fn is_own(&self, lag: f64) -> bool {
+        (self.lag - lag).abs() < 0.5 * lag
+    }
+}
+
 /// Thresholds a hill must pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HillRule {

@@ -120,6 +120,14 @@ impl Default for PeriodConfig {
     }
 }
 
+impl PeriodConfig {
+    /// The shortest period searched, in steps: `min_period_steps`, and never under 2.5
+    /// (a period of 2 steps is at Nyquist).
+    pub fn shortest_period(&self) -> f64 {
+        self.min_period_steps.max(2.5)
+    }
+}
+
 /// Periodogram peaks examined per series, strongest first.
 const MAX_CANDIDATES: usize = 12;
 
@@ -280,7 +288,7 @@ fn without_alternation(values: &[f64], step: f64, config: &PeriodConfig) -> Peri
         PeriodOutcome::NoPeriod { reason } => PeriodOutcome::none(format!(
             "alternates every step, a period of 2 steps, shorter than the {} searched; \
              without the alternation, {reason}",
-            config.min_period_steps.max(2.5)
+            config.shortest_period()
         )),
         periodic => periodic,
     }
@@ -324,7 +332,7 @@ fn detect_whole_once(
     }
     let min_cycles = config.min_cycles.max(1.0);
     let k_min = min_cycles.ceil() as usize;
-    let k_max = (n as f64 / config.min_period_steps.max(2.5)).floor() as usize;
+    let k_max = (n as f64 / config.shortest_period()).floor() as usize;
     if k_max < k_min + 2 {
         return PeriodOutcome::none(format!(
             "too short: {n} points cannot show {min_cycles} cycles of any period"
@@ -391,13 +399,8 @@ fn test_candidates(
             continue;
         }
         let half = (1.5 * t0 * t0 / n).max(1.5);
-        // The window holds the whole lags around its ends, so for a period of 2.5 steps
-        // it reaches lag 5, whose hill is the period twice as long (a sawtooth of 5
-        // steps was reported at 5 and at 2.5): a hill half the candidate's lag or more
-        // away from it is another period's.
-        let usable = |h: &acf::Hill| {
-            h.lag >= config.min_period_steps && h.lag <= max_lag && (h.lag - t0).abs() < 0.5 * t0
-        };
+        let usable =
+            |h: &acf::Hill| h.lag >= config.shortest_period() && h.lag <= max_lag && h.is_own(t0);
         let hill = acf::confirm(spectra.acf(), t0, half, rule)
             .filter(usable)
             .or_else(|| {
@@ -481,7 +484,7 @@ fn test_harmonic_sums(
     // A lag under the shortest period searched has no hill of its own, whatever its
     // window reaches: the window of a lag of 2 steps holds the hills of lags nearly
     // twice as long, and halving to it reported periods under 2.5 steps.
-    let shortest = config.min_period_steps.max(2.5);
+    let shortest = config.shortest_period();
     let hill_at = |t: f64| {
         let half = (1.5 * t * t / n).max(1.5);
         acf::confirm(spectra.acf(), t, half, rule)
@@ -512,8 +515,8 @@ fn test_harmonic_sums(
         // Fourier bin) is refined from the hill: in a few points the sum's leakage
         // lands between lags (a sine of 3 steps in 18 points: summed at 5.14, halved
         // to 2.57, refined to 2.77 beside its hill at 3).
-        let own = (hill.lag - t0).abs() < 0.5 * t0;
-        let t0 = if divisor > 1.0 && own && (1.0 / hill.lag - 1.0 / t0).abs() > 0.25 / n {
+        let t0 = if divisor > 1.0 && hill.is_own(t0) && (1.0 / hill.lag - 1.0 / t0).abs() > 0.25 / n
+        {
             hill.lag
         } else {
             t0
@@ -541,7 +544,7 @@ fn test_pulses_in_time(
     config: &PeriodConfig,
     found: &mut Found,
 ) {
-    let min_period = config.min_period_steps.max(2.5);
+    let min_period = config.shortest_period();
     let max_period = y.len() as f64 / config.min_cycles.max(1.0);
     let Some((period, p)) = events::find(y, min_period, max_period)
         .map(|train| (train.period, train.p_value()))

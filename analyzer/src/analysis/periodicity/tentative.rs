@@ -34,7 +34,7 @@ pub fn tentative_lag(values: &[f64], config: &PeriodConfig) -> Option<f64> {
     }
     let acf = spectrum::autocorrelation(&x);
     // below a third, so that the double lies where `acf::repeats` looks
-    let (lo, hi) = (config.min_period_steps.max(2.5), x.len() as f64 / 3.0);
+    let (lo, hi) = (config.shortest_period(), x.len() as f64 / 3.0);
     let usable = |h: &Hill| h.lag >= lo && h.lag < hi;
     let hill_at = |t: f64| acf::confirm(&acf, t, (0.03 * t).max(1.5), RULE).filter(usable);
     let first = acf::confirm(&acf, (lo + hi) / 2.0, (hi - lo) / 2.0, RULE).filter(usable)?;
