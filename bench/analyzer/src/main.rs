@@ -31,6 +31,7 @@ mod parse;
 mod profile;
 mod public;
 mod recorded;
+mod recorded_periods;
 mod speed;
 mod tenants;
 
@@ -115,6 +116,15 @@ fn main() {
             assert!(!dirs.is_empty(), "forecast-recorded DIR...");
             recorded::run(&dirs, flag(&args, "--threads", 2));
         }
+        Some("periods-recorded") => {
+            let dirs: Vec<String> = args[1..]
+                .iter()
+                .take_while(|a| !a.starts_with("--"))
+                .cloned()
+                .collect();
+            assert!(!dirs.is_empty(), "periods-recorded DIR...");
+            recorded_periods::run(&dirs, &[6.0, 9.0]);
+        }
         Some("forecast-public") => {
             let dir = args.get(1).expect("forecast-public DIR");
             public::run(
@@ -132,7 +142,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | parse ours|streamed|tree [--series N] [--points P] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] [--periods LO-HI] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | forecast-public DIR [--threads T] [--history-steps N]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | parse ours|streamed|tree [--series N] [--points P] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] [--periods LO-HI] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | periods-recorded DIR... | forecast-public DIR [--threads T] [--history-steps N]");
             std::process::exit(2);
         }
     }
