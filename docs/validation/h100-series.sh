@@ -9,8 +9,9 @@
 # torch, and a Debian prometheus_*.deb in .carry/.
 # Environment: RECORD_S (seconds recorded, default 480), SEED (jobs' randomness, default 8), CYCLES (arguments for every
 # job, e.g. "--eval-every 30 --checkpoint-every 100 --day 90"; default the jobs'),
-# ACTIVE_train / ACTIVE_infer / ACTIVE_mem (FROM-TO,... seconds in which that job works;
-# default all the time), OUT (results; default a new
+# ROLES (the jobs, default "train infer mem"; series_workloads.py lists the others:
+# spikes, dips, bursts, ramps), ACTIVE_<role> (FROM-TO,... seconds in which that job
+# works; default all the time), OUT (results; default a new
 # temporary folder). Results: series.tar.gz (series/*.csv), truth.json, roles.json, record.log.
 set -uo pipefail
 
@@ -60,11 +61,17 @@ for _ in $(seq 100); do
 done
 curl -sf "http://127.0.0.1:$PPORT/-/ready" > /dev/null || die "Prometheus did not start (see prometheus.log)"
 log "exporter on $PORT, prometheus on $PPORT; recording $RECORD_S s"
-log "jobs work in (s): train ${ACTIVE_train:-all}, infer ${ACTIVE_infer:-all}, mem ${ACTIVE_mem:-all}; cycles: ${CYCLES:-defaults}"
+ROLES=${ROLES:-train infer mem}
+windows=""
+for role in $ROLES; do
+  active_var="ACTIVE_$role"
+  windows="${windows:+$windows, }$role ${!active_var:-all}"
+done
+log "jobs work in (s): $windows; cycles: ${CYCLES:-defaults}"
 
 START=$(date +%s)
 declare -A ROLE
-for role in train infer mem; do
+for role in $ROLES; do
   active_var="ACTIVE_$role"
   active=${!active_var:+--active ${!active_var}}
   # shellcheck disable=SC2086 # CYCLES is a list of arguments, $active a flag and its value

@@ -51,7 +51,7 @@ fn group(stem: &str) -> usize {
 }
 
 /// Reads the designed evaluation cycle, in seconds, from `truth.json` beside the series.
-pub(crate) fn evaluation_cycle(dir: &Path) -> Option<f64> {
+fn evaluation_cycle(dir: &Path) -> Option<f64> {
     let text = std::fs::read_to_string(dir.join("truth.json")).ok()?;
     let at = text.find("\"evaluation_every_s\":")? + "\"evaluation_every_s\":".len();
     let rest = text[at..].trim_start();

@@ -1,18 +1,18 @@
-//! Periodicity on series poolprof-exporter recorded on the H100
+//! Periodicity on series poolprof-exporter recorded on a real GPU
 //! (`docs/validation/h100-series.sh`), cut to a few cycles: the issue's "6 cycles or
 //! more" checked on real GPU signals rather than generated ones.
 //!
-//! The training job of every recording runs an evaluation pass every
-//! `evaluation_every_s` seconds (`truth.json`); the series that carry it are chosen by
-//! what they measure, before looking at any result: the GPU-wide activity series, the
-//! power draw and the training process's SM use ([`CARRIERS`]). Each is cut into
-//! windows of exactly `cycles` evaluation cycles that lie inside one stretch in which
-//! the training job worked (`record.log`, "jobs work in"), starting every third of a
-//! cycle, and each window is handed to `detect_periods` as it was recorded (1 s
-//! samples, gaps and all). A window counts as found when any reported period is within
-//! 2% of the evaluation cycle. The other jobs sharing the GPU run on through every
-//! window (an inference load on a compressed day, a memory cache grown and freed):
-//! their cycles are there too, as on a pooled GPU.
+//! Each recording's jobs have a designed cycle (`truth.json`): the training job's
+//! evaluation pass (`evaluation_every_s`), or the period of an impulsive job
+//! (`period_s`: spikes, dips, bursts, memory ramps). The series that carry a job's
+//! cycle are chosen by what they measure, before looking at any result ([`carriers`]):
+//! for a job that computes, the GPU-wide activity series, the power draw and the job's
+//! own SM use; for the memory ramps, the GPU's memory used and the job's own. Each is
+//! cut into windows of exactly `cycles` cycles inside one stretch in which the job
+//! worked (`record.log`, "jobs work in"), starting every third of a cycle, and each
+//! window is handed to `detect_periods` as it was recorded (1 s samples, gaps and
+//! all). A window counts as found when any reported period is within 2% of the cycle.
+//! Jobs sharing the GPU with it run on through a window where the recording says so.
 
 use std::path::Path;
 
@@ -22,32 +22,15 @@ use poolprof_analyzer::series::Series;
 use poolprof_analyzer::source::file::read_file;
 
 use crate::engines;
-use crate::recorded::evaluation_cycle;
-
-/// Series (file stems) that carry the training job's evaluation cycle, by group.
-pub const CARRIERS: [(&str, &[&str]); 3] = [
-    (
-        "GPU activity (util, SM, occupancy, tensor, DRAM, memory controller)",
-        &[
-            "gpu_utilization",
-            "gpu_sm_active",
-            "gpu_sm_occupancy",
-            "gpu_tensor_any_active",
-            "gpu_dram_active",
-            "gpu_memory_controller_utilization",
-        ],
-    ),
-    ("GPU power draw", &["gpu_power_watts"]),
-    (
-        "training process's SM use",
-        &["process_sm_utilization-train"],
-    ),
-];
 
 /// Windows start this fraction of a cycle apart.
 const OFFSET_CYCLES: f64 = 1.0 / 3.0;
 
-/// Found counts of one group at one cycle count.
+/// Seconds left out at the start of every stretch: a job counts its stretches from its
+/// own start, after Python has imported torch, 6-8 s after the recording began.
+const START_MARGIN_S: f64 = 10.0;
+
+/// Found counts of one row.
 #[derive(Default, Clone, Copy)]
 struct Tally {
     windows: usize,
@@ -57,42 +40,125 @@ struct Tally {
     augurs: usize,
 }
 
-/// The stretches (seconds since the recording's start) in which the training job
-/// worked, from `record.log`; the whole recording when it says "all" or nothing.
-fn training_stretches(dir: &Path, length_s: f64) -> Vec<(f64, f64)> {
+/// One job of a recording with a designed cycle.
+#[derive(Debug, Clone, PartialEq)]
+struct Job {
+    role: String,
+    period: f64,
+    /// Seconds since the recording's start in which it worked.
+    stretches: Vec<(f64, f64)>,
+}
+
+/// What each job's rows are called, in table order.
+const SHAPES: [(&str, &str); 5] = [
+    ("train", "training job (evaluation pass)"),
+    ("spikes", "spikes (a burst every cycle)"),
+    ("dips", "dips (a pause every cycle)"),
+    ("bursts", "bursts (busy 35% of each cycle)"),
+    ("ramps", "memory ramps (grown, then freed)"),
+];
+
+/// The series (group name, file stems) that carry `role`'s cycle.
+fn carriers(role: &str) -> Vec<(&'static str, Vec<String>)> {
+    if role == "ramps" {
+        return vec![
+            ("GPU memory used", vec!["gpu_memory_used_bytes".to_string()]),
+            (
+                "the job's own memory",
+                vec![format!("process_gpu_memory_bytes-{role}")],
+            ),
+        ];
+    }
+    let activity = [
+        "gpu_utilization",
+        "gpu_sm_active",
+        "gpu_sm_occupancy",
+        "gpu_tensor_any_active",
+        "gpu_dram_active",
+        "gpu_memory_controller_utilization",
+    ];
+    vec![
+        (
+            "GPU activity (6 series)",
+            activity.iter().map(|s| s.to_string()).collect(),
+        ),
+        ("GPU power draw", vec!["gpu_power_watts".to_string()]),
+        (
+            "the job's own SM use",
+            vec![format!("process_sm_utilization-{role}")],
+        ),
+    ]
+}
+
+/// The jobs of the recording in `dir` whose cycle `truth.json` gives, with their
+/// stretches from `record.log` (the whole recording where it names none).
+fn jobs(dir: &Path, length_s: f64) -> Vec<Job> {
+    let truth: serde_json::Value = std::fs::read_to_string(dir.join("truth.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let roles: serde_json::Value = std::fs::read_to_string(dir.join("roles.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let ran = |role: &str| {
+        roles
+            .as_object()
+            .is_some_and(|m| m.values().any(|v| v.as_str() == Some(role)))
+    };
     let log = std::fs::read_to_string(dir.join("record.log")).unwrap_or_default();
+    SHAPES
+        .iter()
+        .filter(|(role, _)| ran(role))
+        .filter_map(|(role, _)| {
+            let cycle = &truth[role];
+            let period = cycle["evaluation_every_s"]
+                .as_f64()
+                .or_else(|| cycle["period_s"].as_f64())?;
+            Some(Job {
+                role: role.to_string(),
+                period,
+                stretches: stretches(&log, role, length_s),
+            })
+        })
+        .collect()
+}
+
+/// The stretches of `role` in a `record.log` line "jobs work in (s): train
+/// 0-200,330-540, infer all, ...; cycles: ..."; the whole recording for "all" or a log
+/// without the line.
+fn stretches(log: &str, role: &str, length_s: f64) -> Vec<(f64, f64)> {
     let spec = log
         .lines()
-        .find_map(|l| l.split("jobs work in (s): train ").nth(1))
-        .map(|rest| {
-            rest.split(", infer")
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string()
-        });
-    let stretches: Vec<(f64, f64)> = spec
-        .iter()
-        .flat_map(|s| s.split(','))
+        .find_map(|l| l.split("jobs work in (s): ").nth(1))
+        .and_then(|rest| rest.split(';').next())
+        .and_then(|jobs| {
+            jobs.split(", ")
+                .find_map(|job| job.strip_prefix(role)?.strip_prefix(' '))
+        })
+        .unwrap_or("all");
+    let out: Vec<(f64, f64)> = spec
+        .split(',')
         .filter_map(|w| {
             let (a, b) = w.trim().split_once('-')?;
             Some((a.parse().ok()?, b.parse().ok()?))
         })
         .collect();
-    if stretches.is_empty() {
+    if out.is_empty() {
         vec![(0.0, length_s)]
     } else {
-        stretches
+        out
     }
 }
 
 /// Start times (seconds since the recording's start) of every window of `width`
-/// seconds inside one of `stretches` and inside the recording.
+/// seconds inside one of `stretches` (less [`START_MARGIN_S`] at its start) and inside
+/// the recording.
 fn window_starts(stretches: &[(f64, f64)], width: f64, cycle: f64, length_s: f64) -> Vec<f64> {
     let mut out = Vec::new();
     for &(a, b) in stretches {
         let end = b.min(length_s);
-        let mut t = a;
+        let mut t = a + START_MARGIN_S;
         while t + width <= end {
             out.push(t);
             t += cycle * OFFSET_CYCLES;
@@ -146,67 +212,96 @@ fn score(points: &[(f64, f64)], cycle: f64, tally: &mut Tally) {
     }
 }
 
-/// Prints found rates per group and cycle count over the recordings in `dirs`.
+/// Prints found rates per job, group and cycle count over the recordings in `dirs`.
 pub fn run(dirs: &[String], cycles: &[f64]) {
-    let mut tallies = vec![vec![Tally::default(); cycles.len()]; CARRIERS.len()];
-    let mut recordings = 0;
+    // (shape, group) -> tally per cycle count, in first-seen order
+    let mut rows: Vec<((usize, &'static str), Vec<Tally>)> = Vec::new();
     for dir in dirs {
         let dir = Path::new(dir);
-        let Some(cycle) = evaluation_cycle(dir) else {
-            eprintln!(
-                "{}: no truth.json with evaluation_every_s; skipped",
-                dir.display()
-            );
-            continue;
-        };
-        recordings += 1;
-        for (g, (_, stems)) in CARRIERS.iter().enumerate() {
-            for stem in *stems {
-                let path = dir.join(format!("{stem}.csv"));
-                let Ok(file) = read_file(&path, 1.0) else {
-                    eprintln!("{}: unreadable; skipped", path.display());
-                    continue;
-                };
-                for s in &file.series {
-                    let (Some(first), Some(last)) = (s.points.first(), s.points.last()) else {
-                        continue;
-                    };
-                    let t0 = first.0;
-                    let length = last.0 - t0 + 1.0;
-                    let stretches = training_stretches(dir, length);
-                    for (c, n) in cycles.iter().enumerate() {
-                        for start in window_starts(&stretches, n * cycle, cycle, length) {
-                            let window: Vec<(f64, f64)> = s
-                                .points
-                                .iter()
-                                .filter(|(t, _)| *t >= t0 + start && *t < t0 + start + n * cycle)
-                                .copied()
-                                .collect();
-                            score(&window, cycle, &mut tallies[g][c]);
-                        }
+        let length = recording_length(dir);
+        for job in jobs(dir, length) {
+            let shape = SHAPES.iter().position(|(r, _)| *r == job.role).unwrap_or(0);
+            for (group, stems) in carriers(&job.role) {
+                let at = match rows.iter().position(|(k, _)| *k == (shape, group)) {
+                    Some(at) => at,
+                    None => {
+                        rows.push(((shape, group), vec![Tally::default(); cycles.len()]));
+                        rows.len() - 1
                     }
+                };
+                for stem in &stems {
+                    score_series(
+                        &dir.join(format!("{stem}.csv")),
+                        &job,
+                        cycles,
+                        &mut rows[at].1,
+                    );
                 }
             }
         }
     }
+    rows.sort_by_key(|((shape, _), _)| *shape);
     println!(
-        "{recordings} recordings; windows of whole evaluation cycles inside the training job's working stretches, one every third of a cycle; found: any reported period within 2% of the cycle (first reported within 2%)."
+        "{} recordings; windows of whole cycles inside each job's working stretches (less {START_MARGIN_S} s at each start), one every third of a cycle; found: any reported period within 2% of the cycle (first reported within 2%).",
+        dirs.len()
     );
     println!();
-    println!("| series | cycles | windows | poolprof | poolprof: no period | augurs-seasons |");
-    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    println!(
+        "| job | series | cycles | windows | poolprof | poolprof: no period | augurs-seasons |"
+    );
+    println!("| --- | --- | ---: | ---: | ---: | ---: | ---: |");
     let pct = |a: usize, n: usize| 100.0 * a as f64 / n.max(1) as f64;
-    for (g, (name, _)) in CARRIERS.iter().enumerate() {
-        for (c, n) in cycles.iter().enumerate() {
-            let t = tallies[g][c];
+    for ((shape, group), tallies) in &rows {
+        for (t, n) in tallies.iter().zip(cycles) {
+            if t.windows == 0 {
+                continue;
+            }
             println!(
-                "| {name} | {n} | {} | {:.0}% ({:.0}%) | {:.0}% | {:.0}% |",
+                "| {} | {group} | {n} | {} | {:.0}% ({:.0}%) | {:.0}% | {:.0}% |",
+                SHAPES[*shape].1,
                 t.windows,
                 pct(t.ours, t.windows),
                 pct(t.ours_first, t.windows),
                 pct(t.ours_none, t.windows),
                 pct(t.augurs, t.windows)
             );
+        }
+    }
+}
+
+/// Seconds from the first to the last sample of the recording's utilization series.
+fn recording_length(dir: &Path) -> f64 {
+    read_file(&dir.join("gpu_utilization.csv"), 1.0)
+        .ok()
+        .and_then(|f| {
+            let p = &f.series.first()?.points;
+            Some(p.last()?.0 - p.first()?.0 + 1.0)
+        })
+        .unwrap_or(0.0)
+}
+
+/// Scores every window of the series in `path` for `job`, one tally per cycle count.
+fn score_series(path: &Path, job: &Job, cycles: &[f64], tallies: &mut [Tally]) {
+    let Ok(file) = read_file(path, 1.0) else {
+        eprintln!("{}: unreadable; skipped", path.display());
+        return;
+    };
+    for s in &file.series {
+        let (Some(first), Some(last)) = (s.points.first(), s.points.last()) else {
+            continue;
+        };
+        let t0 = first.0;
+        let length = last.0 - t0 + 1.0;
+        for (c, n) in cycles.iter().enumerate() {
+            for start in window_starts(&job.stretches, n * job.period, job.period, length) {
+                let window: Vec<(f64, f64)> = s
+                    .points
+                    .iter()
+                    .filter(|(t, _)| *t >= t0 + start && *t < t0 + start + n * job.period)
+                    .copied()
+                    .collect();
+                score(&window, job.period, &mut tallies[c]);
+            }
         }
     }
 }
@@ -218,29 +313,34 @@ mod tests {
     #[test]
     fn windows_lie_inside_the_stretches_a_third_of_a_cycle_apart() {
         let starts = window_starts(&[(0.0, 200.0), (330.0, 540.0)], 180.0, 30.0, 520.0);
-        // 0, 10, 20 fit in 0..200; 330 and 340 in 330..520 (the recording ends at 520)
-        assert_eq!(starts, vec![0.0, 10.0, 20.0, 330.0, 340.0]);
+        // 10 and 20 fit in 10..200; 340 in 340..520 (the recording ends at 520)
+        assert_eq!(starts, vec![10.0, 20.0, 340.0]);
+        let starts = window_starts(&[(0.0, 100.0)], 60.0, 15.0, 500.0);
+        assert_eq!(starts, vec![10.0, 15.0, 20.0, 25.0, 30.0, 35.0, 40.0]);
     }
 
     #[test]
     fn stretches_come_from_the_record_log() {
-        let dir = std::env::temp_dir().join(format!("recorded-periods-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("record.log"),
-            "[10:00:00] jobs work in (s): train 0-200,330-540, infer 120-400, mem all; cycles: x\n",
-        )
-        .unwrap();
+        let log =
+            "[10:00:00] jobs work in (s): train 0-200,330-540, infer 120-400, mem all; cycles: x\n";
         assert_eq!(
-            training_stretches(&dir, 540.0),
+            stretches(log, "train", 540.0),
             vec![(0.0, 200.0), (330.0, 540.0)]
         );
-        std::fs::write(
-            dir.join("record.log"),
-            "[10:00:00] jobs work in (s): train all, infer all, mem all; cycles: defaults\n",
-        )
-        .unwrap();
-        assert_eq!(training_stretches(&dir, 506.0), vec![(0.0, 506.0)]);
-        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(stretches(log, "infer", 540.0), vec![(120.0, 400.0)]);
+        assert_eq!(stretches(log, "mem", 506.0), vec![(0.0, 506.0)]);
+        // recordings before the line was logged worked all the time
+        assert_eq!(stretches("", "train", 506.0), vec![(0.0, 506.0)]);
+    }
+
+    #[test]
+    fn a_memory_job_is_read_from_memory_series_and_others_from_activity() {
+        let groups = |role: &str| -> Vec<String> {
+            carriers(role).into_iter().flat_map(|(_, s)| s).collect()
+        };
+        assert!(groups("ramps").contains(&"process_gpu_memory_bytes-ramps".to_string()));
+        assert!(!groups("ramps").contains(&"gpu_utilization".to_string()));
+        assert!(groups("dips").contains(&"process_sm_utilization-dips".to_string()));
+        assert!(groups("train").contains(&"gpu_power_watts".to_string()));
     }
 }
