@@ -226,10 +226,22 @@ pub fn last_peak(values: &[f64], start: f64, step: f64, period: f64) -> Option<f
 pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
     let outcome = detect_whole(values, step, config);
     let long = STILL_STEPS.max(values.len() / STILL_SHARE);
-    let Some(active) = prepare::longest_active(values, long) else {
+    let Some((active, stopped)) = prepare::busy_stretch(values, long) else {
         return outcome;
     };
-    match (outcome, detect_whole(active, step, config)) {
+    // Stopped for half the series or more, the stretch alone must show six cycles: a
+    // job that worked for a quarter of the window does (memory ramped every 12.3 s for
+    // 115 of 460 s), while a few blips between long stops repeat at most three times.
+    let mostly_stopped = PeriodConfig {
+        min_cycles: config.min_cycles.max(MOSTLY_STOPPED_CYCLES),
+        ..config.clone()
+    };
+    let busy_config = if 2 * stopped >= values.len() {
+        &mostly_stopped
+    } else {
+        config
+    };
+    match (outcome, detect_whole(active, step, busy_config)) {
         (PeriodOutcome::Periodic(whole), PeriodOutcome::Periodic(busy))
             if multiple_of(&busy[0], &whole[0]) =>
         {
@@ -249,6 +261,9 @@ fn multiple_of(busy: &Period, whole: &Period) -> bool {
     let near = |k: f64| (ratio - k).abs() <= 0.03 * k;
     (near(2.0) || near(3.0)) && busy.strength > whole.strength
 }
+
+/// Cycles the busy stretch of a series stopped for half its length or more must hold.
+pub const MOSTLY_STOPPED_CYCLES: f64 = 6.0;
 
 /// Shortest stop ([`prepare::longest_active`]) that splits a series: a job
 /// stopped between its cycles buries their spectrum under the stop's (or lifts the
@@ -664,6 +679,57 @@ fn finish(mut found: Found) -> PeriodOutcome {
 mod tests {
     use super::*;
     use crate::analysis::fixtures::recorded;
+
+    /// Runs of (value, steps), one value per step.
+    fn runs_of(runs: &[(f64, usize)]) -> Vec<f64> {
+        runs.iter()
+            .flat_map(|&(v, n)| std::iter::repeat_n(v, n))
+            .collect()
+    }
+
+    #[test]
+    fn a_job_that_worked_for_a_quarter_of_the_window_shows_its_cycle() {
+        // memory ramped and freed every 12.3 steps for 115 of 460 steps, idle before
+        // and after (H200 recording run14); stops over half the series hid it
+        let mut y = runs_of(&[(0.53, 120)]);
+        y.extend((0..115).map(|t| 0.8 + 5.8 * ((t as f64 % 12.3) / 12.3)));
+        y.extend(runs_of(&[(0.71, 225)]));
+        let out = detect_periods(&Series::from_values(&y, 1.0), &PeriodConfig::default());
+        assert!(
+            out.periods()
+                .iter()
+                .any(|p| (p.period_seconds - 12.3).abs() <= 0.25),
+            "{out:?}"
+        );
+    }
+
+    #[test]
+    fn blips_between_long_stops_are_no_cycle() {
+        // an idle process's SM readings (run2), 1-2% now and then, held 10 steps: its
+        // longest stretch between stops holds three blips about 40 steps apart
+        let y = runs_of(&[
+            (0.0, 11),
+            (0.01, 10),
+            (0.0, 70),
+            (0.01, 10),
+            (0.02, 10),
+            (0.0, 40),
+            (0.01, 10),
+            (0.0, 140),
+            (0.01, 10),
+            (0.0, 80),
+            (0.01, 10),
+            (0.0, 10),
+            (0.02, 10),
+            (0.0, 30),
+            (0.02, 10),
+            (0.0, 40),
+            (0.01, 10),
+            (0.0, 10),
+        ]);
+        let out = detect_periods(&Series::from_values(&y, 1.0), &PeriodConfig::default());
+        assert!(out.periods().is_empty(), "{out:?}");
+    }
 
     fn detect(values: &[f64]) -> PeriodOutcome {
         detect_on_grid(values, 60.0, &PeriodConfig::default())

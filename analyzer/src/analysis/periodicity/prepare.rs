@@ -158,12 +158,20 @@ pub const STILL_BAND: f64 = 0.05;
 
 /// The longest stretch of `x` between its stops (at least `long` steps each); `None`
 /// when there is no stop, or when the stops are half of `x` or more (a series mostly
-/// stopped is idle, and its few blips no cycle). A stop is a stretch within
+/// stopped is idle, and its few blips no cycle; [`busy_stretch`] gives it anyway).
+pub fn longest_active(x: &[f64], long: usize) -> Option<&[f64]> {
+    busy_stretch(x, long)
+        .filter(|(_, stopped)| 2 * stopped < x.len())
+        .map(|(stretch, _)| stretch)
+}
+
+/// The longest stretch of `x` between its stops (at least `long` steps each) and how
+/// many steps the stops take; `None` when there is no stop or nothing but stops. A stop is a stretch within
 /// [`STILL_BAND`] of the range above the lowest value (a stopped job idles at the
 /// floor), or a still stretch at another level that lasts [`LONE_FACTOR`] times as long
 /// as any other (a job stopped while others keep the GPU's power at 130 W, or its
 /// clocks at their boost); busy plateaus are not stops, as each cycle has one alike.
-pub fn longest_active(x: &[f64], long: usize) -> Option<&[f64]> {
+pub fn busy_stretch(x: &[f64], long: usize) -> Option<(&[f64], usize)> {
     let (lo, hi) = extent(x);
     // halves first: the range of values near ±f64::MAX overflows
     let band = STILL_BAND * 2.0 * (hi / 2.0 - lo / 2.0);
@@ -183,7 +191,7 @@ pub fn longest_active(x: &[f64], long: usize) -> Option<&[f64]> {
     if x.len() - piece_start > best.len() {
         best = piece_start..x.len();
     }
-    (stopped > 0 && 2 * stopped < x.len()).then(|| &x[best])
+    (stopped > 0 && !best.is_empty()).then(|| (&x[best], stopped))
 }
 
 /// How many times longer than any other still stretch one at a level above the floor
@@ -337,10 +345,12 @@ mod tests {
         assert_eq!(longest_active(&x[..70], 12), Some(&x[..30]));
         // an idle stretch shorter than `long` is part of the series
         assert_eq!(longest_active(&x, 21), None);
-        // a series idle for half its length or more is idle
+        // a series idle for half its length or more is idle, but for its busy stretch
         let mut mostly = vec![0.0; 80];
         mostly[..40].iter_mut().for_each(|v| *v = 1.0);
         assert_eq!(longest_active(&mostly, 12), None);
+        assert_eq!(busy_stretch(&mostly, 12), Some((&mostly[..40], 40)));
+        assert_eq!(busy_stretch(&[0.0; 80], 12), None);
         assert_eq!(longest_active(&[], 12), None);
     }
 
