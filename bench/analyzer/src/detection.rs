@@ -57,7 +57,7 @@ fn answers(case: &Case) -> [Vec<f64>; 3] {
 }
 
 /// Within 2%; for augurs, which reports whole steps, within max(2%, half a step).
-fn within(got: f64, truth: f64, whole_steps: bool) -> bool {
+pub fn within(got: f64, truth: f64, whole_steps: bool) -> bool {
     let tol = if whole_steps {
         (0.02 * truth).max(0.5)
     } else {

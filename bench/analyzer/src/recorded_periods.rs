@@ -21,6 +21,7 @@ use poolprof_analyzer::analysis::periodicity::{detect_periods, detect_with_seaso
 use poolprof_analyzer::series::Series;
 use poolprof_analyzer::source::file::read_file;
 
+use crate::detection::within;
 use crate::engines;
 
 /// Windows start this fraction of a cycle apart.
@@ -167,18 +168,8 @@ fn window_starts(stretches: &[(f64, f64)], width: f64, cycle: f64, length_s: f64
     out
 }
 
-/// Whether `got` seconds is within 2% of `truth` (for augurs, which reports whole
-/// steps, within max(2%, half a step)).
-fn within(got: f64, truth: f64, whole_steps: bool) -> bool {
-    let tol = if whole_steps {
-        (0.02 * truth).max(0.5)
-    } else {
-        0.02 * truth
-    };
-    (got - truth).abs() <= tol
-}
-
-/// Scores one window of `points` (absolute timestamps) against `cycle` seconds.
+/// Scores one window of `points` (absolute timestamps, 1 s apart: a step is a second)
+/// against `cycle` seconds.
 fn score(points: &[(f64, f64)], cycle: f64, tally: &mut Tally) {
     let found: Vec<f64> = detect_periods(
         &Series::from_points(points.to_vec()),
