@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Records real GPU series for the forecast evaluation (issue 11): poolprof-exporter
-# (NVML, 1 s) on the H100, scraped every second by Prometheus, while three jobs share
-# GPU 0 (series_workloads.py: training with evaluation passes and checkpoints,
-# inference on a compressed daily rate, a memory cache growing and freed); then
-# every recorded series is written as CSV (series_dump.py).
+# Records real GPU series for the forecast and period evaluations (issue 11):
+# poolprof-exporter (NVML, 1 s) on the GPU, scraped every second by Prometheus, while
+# jobs share GPU 0 (series_workloads.py; by default three: training with evaluation
+# passes and checkpoints, inference on a compressed daily rate, a memory cache growing
+# and freed; ROLES picks others, such as the impulsive spikes, dips, bursts and ramps);
+# then every recorded series is written as CSV (series_dump.py).
 #
 # Run in the repository root. Needs target/release/poolprof-exporter, python3 with
 # torch, and a Debian prometheus_*.deb in .carry/.
