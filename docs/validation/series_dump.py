@@ -81,7 +81,9 @@ def main():
                 for t, v in series["values"]:
                     f.write(f"{t},{v}\n")
             written += 1
-            print(f"{path}: {len(series['values'])} samples")
+            # the file's name only: the log is committed beside the series, and the
+            # folder it was written to is the recording machine's
+            print(f"{os.path.basename(path)}: {len(series['values'])} samples")
     print(f"{written} series written")
     return 0 if written else 1
 

@@ -43,6 +43,17 @@ fn flag(args: &[String], name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The folders named after the subcommand, up to the first flag; at least one.
+fn dirs(args: &[String]) -> Vec<String> {
+    let dirs: Vec<String> = args[1..]
+        .iter()
+        .take_while(|a| !a.starts_with("--"))
+        .cloned()
+        .collect();
+    assert!(!dirs.is_empty(), "{} DIR...", args[0]);
+    dirs
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
@@ -108,23 +119,9 @@ fn main() {
             flag(&args, "--threads", 2),
         ),
         Some("forecast-recorded") => {
-            let dirs: Vec<String> = args[1..]
-                .iter()
-                .take_while(|a| !a.starts_with("--"))
-                .cloned()
-                .collect();
-            assert!(!dirs.is_empty(), "forecast-recorded DIR...");
-            recorded::run(&dirs, flag(&args, "--threads", 2));
+            recorded::run(&dirs(&args), flag(&args, "--threads", 2));
         }
-        Some("periods-recorded") => {
-            let dirs: Vec<String> = args[1..]
-                .iter()
-                .take_while(|a| !a.starts_with("--"))
-                .cloned()
-                .collect();
-            assert!(!dirs.is_empty(), "periods-recorded DIR...");
-            recorded_periods::run(&dirs, &[6.0, 9.0]);
-        }
+        Some("periods-recorded") => recorded_periods::run(&dirs(&args), &[6.0, 9.0]),
         Some("forecast-public") => {
             let dir = args.get(1).expect("forecast-public DIR");
             public::run(

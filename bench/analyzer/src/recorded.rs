@@ -50,13 +50,17 @@ fn group(stem: &str) -> usize {
     }
 }
 
-/// Reads the designed evaluation cycle, in seconds, from `truth.json` beside the series.
+/// The recording's `truth.json` (the jobs' designed cycles); null where unreadable.
+pub fn truth(dir: &Path) -> serde_json::Value {
+    std::fs::read_to_string(dir.join("truth.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// The training job's designed evaluation cycle, in seconds.
 fn evaluation_cycle(dir: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(dir.join("truth.json")).ok()?;
-    let at = text.find("\"evaluation_every_s\":")? + "\"evaluation_every_s\":".len();
-    let rest = text[at..].trim_start();
-    let end = rest.find([',', '}'])?;
-    rest[..end].trim().parse().ok()
+    truth(dir)["train"]["evaluation_every_s"].as_f64()
 }
 
 /// The cases of one recorded series: its last [`ORIGINS`] blocks, each with the

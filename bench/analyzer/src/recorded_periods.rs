@@ -17,12 +17,13 @@
 use std::path::Path;
 
 use poolprof_analyzer::analysis::grid;
-use poolprof_analyzer::analysis::periodicity::{detect_periods, detect_with_seasons, PeriodConfig};
+use poolprof_analyzer::analysis::periodicity::{detect_with_seasons, PeriodConfig};
 use poolprof_analyzer::series::Series;
 use poolprof_analyzer::source::file::read_file;
 
 use crate::detection::within;
 use crate::engines;
+use crate::recorded;
 
 /// Windows start this fraction of a cycle apart.
 const OFFSET_CYCLES: f64 = 1.0 / 3.0;
@@ -94,10 +95,7 @@ fn carriers(role: &str) -> Vec<(&'static str, Vec<String>)> {
 /// The jobs of the recording in `dir` whose cycle `truth.json` gives, with their
 /// stretches from `record.log` (the whole recording where it names none).
 fn jobs(dir: &Path, length_s: f64) -> Vec<Job> {
-    let truth: serde_json::Value = std::fs::read_to_string(dir.join("truth.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default();
+    let truth = recorded::truth(dir);
     let roles: serde_json::Value = std::fs::read_to_string(dir.join("roles.json"))
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
@@ -171,14 +169,16 @@ fn window_starts(stretches: &[(f64, f64)], width: f64, cycle: f64, length_s: f64
 /// Scores one window of `points` (absolute timestamps, 1 s apart: a step is a second)
 /// against `cycle` seconds.
 fn score(points: &[(f64, f64)], cycle: f64, tally: &mut Tally) {
-    let found: Vec<f64> = detect_periods(
+    let detection = detect_with_seasons(
         &Series::from_points(points.to_vec()),
         &PeriodConfig::default(),
-    )
-    .periods()
-    .iter()
-    .map(|p| p.period_seconds)
-    .collect();
+    );
+    let found: Vec<f64> = detection
+        .reported
+        .periods()
+        .iter()
+        .map(|p| p.period_seconds)
+        .collect();
     tally.windows += 1;
     tally.ours += usize::from(found.iter().any(|p| within(*p, cycle, false)));
     tally.ours_first += usize::from(found.first().is_some_and(|p| within(*p, cycle, false)));
@@ -197,8 +197,7 @@ fn score(points: &[(f64, f64)], cycle: f64, tally: &mut Tally) {
             "miss: cycle {cycle} s, window {:.0}-{:.0} s, got {found:?}; before the held-noise test {:?}",
             points.first().map_or(0.0, |p| p.0),
             points.last().map_or(0.0, |p| p.0),
-            detect_with_seasons(&Series::from_points(points.to_vec()), &PeriodConfig::default())
-                .seasons
+            detection.seasons
         );
     }
 }

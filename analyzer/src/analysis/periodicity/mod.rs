@@ -232,16 +232,16 @@ pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> Perio
     // Stopped for half the series or more, the stretch alone must show six cycles: a
     // job that worked for a quarter of the window does (memory ramped every 12.3 s for
     // 115 of 460 s), while a few blips between long stops repeat at most three times.
-    let mostly_stopped = PeriodConfig {
-        min_cycles: config.min_cycles.max(MOSTLY_STOPPED_CYCLES),
-        ..config.clone()
-    };
-    let busy_config = if 2 * stopped >= values.len() {
-        &mostly_stopped
+    let busy = if 2 * stopped >= values.len() {
+        let six = PeriodConfig {
+            min_cycles: config.min_cycles.max(MOSTLY_STOPPED_CYCLES),
+            ..config.clone()
+        };
+        detect_whole(active, step, &six)
     } else {
-        config
+        detect_whole(active, step, config)
     };
-    match (outcome, detect_whole(active, step, busy_config)) {
+    match (outcome, busy) {
         (PeriodOutcome::Periodic(whole), PeriodOutcome::Periodic(busy))
             if multiple_of(&busy[0], &whole[0]) =>
         {
