@@ -12,7 +12,8 @@
 # job, e.g. "--eval-every 30 --checkpoint-every 100 --day 90"; default the jobs'),
 # ROLES (the jobs, default "train infer mem"; series_workloads.py lists the others:
 # spikes, dips, bursts, ramps), ACTIVE_<role> (FROM-TO,... seconds in which that job
-# works; default all the time), OUT (results; default a new
+# works; default all the time), EXPORTER_ARGS (more exporter flags, e.g.
+# "--collector.process.sample-interval=5s"), OUT (results; default a new
 # temporary folder). Results: series.tar.gz (series/*.csv), truth.json, roles.json, record.log.
 set -uo pipefail
 
@@ -20,6 +21,7 @@ OUT=${OUT:-$(mktemp -d -t poolprof-series.XXXXXX)}
 RECORD_S=${RECORD_S:-480}
 CYCLES=${CYCLES:-}
 EXPORTER=${EXPORTER:-target/release/poolprof-exporter}
+EXPORTER_ARGS=${EXPORTER_ARGS:-}
 cd "$(dirname "$0")/../.." || { echo "cannot enter the repository root" >&2; exit 1; }
 mkdir -p "$OUT"
 LOG="$OUT/record.log"
@@ -44,8 +46,10 @@ pick_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0)
 PORT=$(pick_port) || die "cannot pick a port"
 PPORT=$(pick_port) || die "cannot pick a port"
 RUNDIR=$(mktemp -d -t poolprof-series-run.XXXXXX)
+log "exporter flags: --collect-interval=1s ${EXPORTER_ARGS:-(no others)}"
+# shellcheck disable=SC2086 # EXPORTER_ARGS is a list of flags
 "$EXPORTER" --web.listen-address="127.0.0.1:$PORT" --collect-interval=1s \
-  --kernels.socket-path="$RUNDIR/inject.sock" >> "$OUT/exporter.log" 2>&1 &
+  --kernels.socket-path="$RUNDIR/inject.sock" $EXPORTER_ARGS >> "$OUT/exporter.log" 2>&1 &
 dpkg -x "$deb" "$RUNDIR/prom" >> "$LOG" 2>&1 || die "cannot unpack $deb"
 cat > "$RUNDIR/prometheus.yml" <<YML
 global: {scrape_interval: 1s, scrape_timeout: 1s}
@@ -93,6 +97,8 @@ done
 sleep 3
 END=$(date +%s)
 log "recorded $START..$END ($fails workload failures)"
+log "exporter CPU by collector over the run (s): $(curl -sf "http://127.0.0.1:$PORT/metrics" \
+  | awk '/^poolprof_exporter_collector_cpu_seconds_total/ {sub(/.*collector="/, ""); sub(/"}/, ""); printf "%s ", $0}')"
 python3 docs/validation/series_dump.py --prometheus "http://127.0.0.1:$PPORT" \
   --start "$START" --end "$END" --roles "$OUT/roles.json" --out "$OUT/series" 2>&1 | tee -a "$LOG" | tail -3
 log "$(ls "$OUT/series" | wc -l) series; packed as series.tar.gz"

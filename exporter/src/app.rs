@@ -18,6 +18,7 @@ use crate::server::routes::Routes;
 use crate::server::web_config::{WebConfig, WebConfigError};
 use crate::server::{Server, ServerOptions};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// Why the exporter could not start or keep running.
 #[derive(Debug, thiserror::Error)]
@@ -78,7 +79,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
     };
     let server = Server::new(options, routes)?;
     let kubelet = kubelet_socket(args)?;
-    let backend = open_backend(&args.gpu_source())?;
+    let backend = open_backend(&args.gpu_source(), args.collectors.process_sample_interval)?;
     let bound = server.bind(&args.listen_addresses)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -137,14 +138,18 @@ pub fn serve(args: &ServeArgs) -> Result<(), StartError> {
     Ok(())
 }
 
-/// The backend the flags choose: simulated GPUs, or NVML.
-pub fn open_backend(source: &GpuSource) -> Result<Arc<dyn Backend>, StartError> {
+/// The backend the flags choose: simulated GPUs, or NVML reading per-process
+/// utilization every `process_sample_interval`.
+pub fn open_backend(
+    source: &GpuSource,
+    process_sample_interval: Duration,
+) -> Result<Arc<dyn Backend>, StartError> {
     Ok(match source {
         GpuSource::Simulated(n) => Arc::new(SimBackend::with_gpus(*n)?),
         GpuSource::Scenario(file) => {
             Arc::new(SimBackend::from_scenario(Scenario::from_file(file)?))
         }
-        GpuSource::Nvml => Arc::new(NvmlBackend::new()?),
+        GpuSource::Nvml => Arc::new(NvmlBackend::new(process_sample_interval)?),
     })
 }
 

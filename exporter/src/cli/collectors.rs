@@ -1,10 +1,11 @@
 //! The collector flags: `--collector.<name>` / `--no-collector.<name>` for each
 //! collector, `--collector.disable-defaults`, and the process collector's
-//! `--[no-]collector.process.pid-label`. Generated from one table so a new collector
+//! `--[no-]collector.process.pid-label` and `--collector.process.sample-interval`. Generated from one table so a new collector
 //! needs one line here; each flag has its `POOLPROF_*` variable like every other.
 
 use crate::collector::{Selection, COLLECTOR_NAMES};
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use std::time::Duration;
 
 /// One collector's flag names, written out because clap wants `'static` strings.
 struct Flags {
@@ -49,6 +50,20 @@ const FLAGS: &[Flags] = flags![
 const DISABLE_DEFAULTS: &str = "collector.disable-defaults";
 const PID_LABEL: &str = "collector.process.pid-label";
 const NO_PID_LABEL: &str = "no-collector.process.pid-label";
+const SAMPLE_INTERVAL: &str = "collector.process.sample-interval";
+
+/// How often per-process utilization is read by default while a GPU runs two or more
+/// processes. Each read costs NVML about 2 ms of CPU; read every 10 s, a job's
+/// 35 s cycle showed in none of its six-cycle windows, read every 5 s in 19 of 23
+/// (`docs/validation/analyzer/process-sample-interval.md`).
+pub const DEFAULT_PROCESS_SAMPLE_INTERVAL: Duration = Duration::from_secs(5);
+
+/// Shortest `--collector.process.sample-interval`.
+pub const MIN_PROCESS_SAMPLE_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Longest `--collector.process.sample-interval`: the longest stretch whose mean the
+/// driver was checked to give in one reading (`docs/validation/process-samples-h100.md`).
+pub const MAX_PROCESS_SAMPLE_INTERVAL: Duration = Duration::from_secs(10);
 
 /// What the collector flags chose.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +72,9 @@ pub struct CollectorArgs {
     pub selection: Selection,
     /// Whether per-process series carry `pid` (else they are summed per workload).
     pub pid_label: bool,
+    /// How often per-process utilization is read while a GPU runs two or more
+    /// processes; each reading is the driver's mean since the previous one.
+    pub process_sample_interval: Duration,
 }
 
 impl Default for CollectorArgs {
@@ -64,6 +82,7 @@ impl Default for CollectorArgs {
         Self {
             selection: Selection::default(),
             pid_label: true,
+            process_sample_interval: DEFAULT_PROCESS_SAMPLE_INTERVAL,
         }
     }
 }
@@ -116,6 +135,16 @@ impl Args for CollectorArgs {
                 "Sum per-process series by workload, without a pid label (fewer series when processes come and go)".to_string(),
                 PID_LABEL,
             ))
+            .arg(
+                Arg::new(SAMPLE_INTERVAL)
+                    .long(SAMPLE_INTERVAL)
+                    .env("POOLPROF_COLLECTOR_PROCESS_SAMPLE_INTERVAL")
+                    .default_value("5s")
+                    .value_parser(parse_process_sample_interval)
+                    .value_name("DURATION")
+                    .help("How often per-process utilization is read while a GPU runs two or more processes (1s to 10s); each reading is the driver's mean since the previous one. Shorter shows faster cycles of each job (a 35 s cycle needs 5s) and costs about 2 ms of CPU per GPU and reading")
+                    .help_heading("Collectors"),
+            )
     }
 
     fn augment_args_for_update(command: Command) -> Command {
@@ -137,6 +166,10 @@ impl FromArgMatches for CollectorArgs {
         Ok(Self {
             selection: Selection::new(flag(DISABLE_DEFAULTS), &choices),
             pid_label: !flag(NO_PID_LABEL),
+            process_sample_interval: matches
+                .get_one::<Duration>(SAMPLE_INTERVAL)
+                .copied()
+                .unwrap_or(DEFAULT_PROCESS_SAMPLE_INTERVAL),
         })
     }
 
@@ -144,6 +177,16 @@ impl FromArgMatches for CollectorArgs {
         *self = Self::from_arg_matches(matches)?;
         Ok(())
     }
+}
+
+/// Parses `--collector.process.sample-interval`, 1s to 10s.
+pub fn parse_process_sample_interval(value: &str) -> Result<Duration, String> {
+    crate::cli::parse_duration_within(
+        value,
+        MIN_PROCESS_SAMPLE_INTERVAL,
+        MAX_PROCESS_SAMPLE_INTERVAL,
+        "5s or 10s",
+    )
 }
 
 /// True when the flag table names exactly the collectors there are.
@@ -200,6 +243,19 @@ mod tests {
     fn pid_label_can_be_turned_off() {
         assert!(parse(&[]).pid_label);
         assert!(!parse(&["--no-collector.process.pid-label"]).pid_label);
+    }
+
+    #[test]
+    fn process_sample_interval_is_five_seconds_unless_set_within_bounds() {
+        assert_eq!(parse(&[]).process_sample_interval, Duration::from_secs(5));
+        let args = parse(&["--collector.process.sample-interval=10s"]);
+        assert_eq!(args.process_sample_interval, Duration::from_secs(10));
+        for bad in ["500ms", "11s", "1m", "often"] {
+            let flag = format!("--collector.process.sample-interval={bad}");
+            let err = Cli::try_parse_from(["poolprof-exporter", flag.as_str()]).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{bad}");
+            assert!(err.to_string().contains("sample-interval"), "{err}");
+        }
     }
 
     #[test]

@@ -75,7 +75,7 @@ impl ProcessCollector {
         if let Some(r) = p.sm_ratio {
             out.gauge(
                 "poolprof_process_sm_utilization_ratio",
-                "Fraction of the time since the previous read (at most 10 s; the driver's last sample period for a lone process) the SMs ran this process's kernels.",
+                "Fraction of the time since the previous read (at most --collector.process.sample-interval, 5 s by default; the driver's last sample period for a lone process) the SMs ran this process's kernels.",
                 &labels,
                 r,
             );
@@ -83,7 +83,7 @@ impl ProcessCollector {
         if let Some(r) = p.memory_ratio {
             out.gauge(
                 "poolprof_process_memory_utilization_ratio",
-                "Fraction of the time since the previous read (at most 10 s; the driver's last sample period for a lone process) the memory controller served this process.",
+                "Fraction of the time since the previous read (at most --collector.process.sample-interval, 5 s by default; the driver's last sample period for a lone process) the memory controller served this process.",
                 &labels,
                 r,
             );

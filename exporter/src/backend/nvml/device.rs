@@ -50,10 +50,6 @@ const PCIE_REFRESH: Duration = Duration::from_secs(30);
 /// reconfigures the GPU; instances are still read every time while it is on.
 const MIG_MODE_REFRESH: Duration = Duration::from_secs(10);
 
-/// How long process-utilization samples are reused (see [`processes::Sampling`]):
-/// each read's ratios are the driver's mean over this stretch, at most this old.
-const PROCESS_UTILIZATION_REFRESH: Duration = Duration::from_secs(10);
-
 /// How long memory and utilization readings are reused: long enough that the GPU's
 /// up check and the memory collector, or the utilization and process collectors, of
 /// one collection share one query; far shorter than the shortest interval (100 ms).
@@ -65,7 +61,8 @@ pub struct NvmlDevice {
     device: Device<'static>,
     /// `None` when the GPU has no GPM (checked once at start).
     gpm: Option<GpmState>,
-    /// Process-utilization samples, reused for [`PROCESS_UTILIZATION_REFRESH`].
+    /// Process-utilization samples, reused for `--collector.process.sample-interval`:
+    /// each read's ratios are the driver's mean over that stretch, at most that old.
     process_sampling: Mutex<processes::Sampling>,
     /// The energy counter, reused for [`ENERGY_REFRESH`].
     energy: Mutex<Reused<f64>>,
@@ -86,8 +83,13 @@ pub struct NvmlDevice {
 }
 
 impl NvmlDevice {
-    /// Wraps a handle; asks once whether the GPU offers GPM.
-    pub fn new(nvml: &'static Nvml, device: Device<'static>) -> Self {
+    /// Wraps a handle, reading per-process utilization every `process_sample_interval`;
+    /// asks once whether the GPU offers GPM.
+    pub fn new(
+        nvml: &'static Nvml,
+        device: Device<'static>,
+        process_sample_interval: Duration,
+    ) -> Self {
         let gpm = device
             .gpm_support()
             .unwrap_or(false)
@@ -96,7 +98,7 @@ impl NvmlDevice {
             nvml,
             device,
             gpm,
-            process_sampling: Mutex::new(processes::Sampling::new(PROCESS_UTILIZATION_REFRESH)),
+            process_sampling: Mutex::new(processes::Sampling::new(process_sample_interval)),
             energy: Mutex::new(Reused::new(ENERGY_REFRESH)),
             pcie_replays: Mutex::new(Reused::new(PCIE_REFRESH)),
             pcie_link: Mutex::new(Reused::new(PCIE_REFRESH)),
@@ -122,7 +124,7 @@ impl NvmlDevice {
     }
 
     /// Utilization samples of the last read, taken again once they are
-    /// [`PROCESS_UTILIZATION_REFRESH`] old (and then since the newest seen); `None`
+    /// `--collector.process.sample-interval` old (and then since the newest seen); `None`
     /// when the GPU cannot sample.
     fn process_samples(
         &self,

@@ -19,6 +19,7 @@ use crate::backend::{Backend, Device, Reading, SystemInfo, XidEvent};
 use error::read_error;
 use nvml_wrapper::Nvml;
 use std::sync::Arc;
+use std::time::Duration;
 use xid::XidWatcher;
 
 /// GPUs read through NVML.
@@ -29,9 +30,10 @@ pub struct NvmlBackend {
 }
 
 impl NvmlBackend {
-    /// Loads NVML, opens every GPU and starts watching Xid events. Fails, naming
+    /// Loads NVML, opens every GPU (reading per-process utilization every
+    /// `process_sample_interval`) and starts watching Xid events. Fails, naming
     /// `--simulate`, when there is no library, no driver or no GPU.
-    pub fn new() -> Result<Self, NvmlInitError> {
+    pub fn new(process_sample_interval: Duration) -> Result<Self, NvmlInitError> {
         // Leaked on purpose: devices and samples borrow it for the life of the process.
         let nvml: &'static Nvml = Box::leak(Box::new(Nvml::init()?));
         let count = nvml.device_count()?;
@@ -41,7 +43,11 @@ impl NvmlBackend {
         let mut devices = Vec::new();
         for index in 0..count {
             match nvml.device_by_index(index) {
-                Ok(handle) => devices.push(Arc::new(NvmlDevice::new(nvml, handle))),
+                Ok(handle) => devices.push(Arc::new(NvmlDevice::new(
+                    nvml,
+                    handle,
+                    process_sample_interval,
+                ))),
                 Err(e) => {
                     tracing::error!(gpu = index, error = %e, "cannot open GPU; it is not exported")
                 }
@@ -92,7 +98,7 @@ mod tests {
     /// the operator about `--simulate`; on a GPU node the backend must find GPUs.
     #[test]
     fn new_names_simulate_without_a_driver_or_finds_gpus() {
-        match NvmlBackend::new() {
+        match NvmlBackend::new(Duration::from_secs(10)) {
             Err(e) => {
                 let msg = e.to_string();
                 assert!(msg.contains("--simulate"), "{msg}");
