@@ -121,7 +121,9 @@ fn main() {
         Some("forecast-recorded") => {
             recorded::run(&dirs(&args), flag(&args, "--threads", 2));
         }
-        Some("periods-recorded") => recorded_periods::run(&dirs(&args), &[6.0, 9.0]),
+        Some("periods-recorded") => {
+            recorded_periods::run(&dirs(&args), &[6.0, 9.0], flag(&args, "--hold-s", 1))
+        }
         Some("forecast-public") => {
             let dir = args.get(1).expect("forecast-public DIR");
             public::run(

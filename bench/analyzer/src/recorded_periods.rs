@@ -13,6 +13,11 @@
 //! window is handed to `detect_periods` as it was recorded (1 s samples, gaps and
 //! all). A window counts as found when any reported period is within 2% of the cycle.
 //! Jobs sharing the GPU with it run on through a window where the recording says so.
+//!
+//! With `--hold-s N` every window is first read as a reader every N seconds would
+//! have: the mean of each N-sample block, held for the block ([`held`]). NVML's
+//! per-process utilization is such a reading (`--collector.process.sample-interval`),
+//! so the GPU-wide series held show what a job's own series would at that interval.
 
 use std::path::Path;
 
@@ -166,6 +171,18 @@ fn window_starts(stretches: &[(f64, f64)], width: f64, cycle: f64, length_s: f64
     out
 }
 
+/// `points` (1 s apart) as readings every `hold` samples: each block's mean, held
+/// through the block.
+fn held(points: &[(f64, f64)], hold: usize) -> Vec<(f64, f64)> {
+    points
+        .chunks(hold.max(1))
+        .flat_map(|block| {
+            let mean = block.iter().map(|p| p.1).sum::<f64>() / block.len() as f64;
+            block.iter().map(move |p| (p.0, mean))
+        })
+        .collect()
+}
+
 /// Scores one window of `points` (absolute timestamps, 1 s apart: a step is a second)
 /// against `cycle` seconds.
 fn score(points: &[(f64, f64)], cycle: f64, tally: &mut Tally) {
@@ -202,8 +219,9 @@ fn score(points: &[(f64, f64)], cycle: f64, tally: &mut Tally) {
     }
 }
 
-/// Prints found rates per job, group and cycle count over the recordings in `dirs`.
-pub fn run(dirs: &[String], cycles: &[f64]) {
+/// Prints found rates per job, group and cycle count over the recordings in `dirs`,
+/// each window read every `hold` seconds ([`held`]; 1: as recorded).
+pub fn run(dirs: &[String], cycles: &[f64], hold: usize) {
     // (shape, group) -> tally per cycle count, in first-seen order
     let mut rows: Vec<((usize, &'static str), Vec<Tally>)> = Vec::new();
     for dir in dirs {
@@ -224,6 +242,7 @@ pub fn run(dirs: &[String], cycles: &[f64]) {
                         &dir.join(format!("{stem}.csv")),
                         &job,
                         cycles,
+                        hold,
                         &mut rows[at].1,
                     );
                 }
@@ -232,8 +251,9 @@ pub fn run(dirs: &[String], cycles: &[f64]) {
     }
     rows.sort_by_key(|((shape, _), _)| *shape);
     println!(
-        "{} recordings; windows of whole cycles inside each job's working stretches (less {START_MARGIN_S} s at each start), one every third of a cycle; found: any reported period within 2% of the cycle (first reported within 2%).",
-        dirs.len()
+        "{} recordings; windows of whole cycles inside each job's working stretches (less {START_MARGIN_S} s at each start), one every third of a cycle{}; found: any reported period within 2% of the cycle (first reported within 2%).",
+        dirs.len(),
+        if hold > 1 { format!(", each read as the mean of every {hold} s, held") } else { String::new() }
     );
     println!();
     println!(
@@ -270,8 +290,9 @@ fn recording_length(dir: &Path) -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Scores every window of the series in `path` for `job`, one tally per cycle count.
-fn score_series(path: &Path, job: &Job, cycles: &[f64], tallies: &mut [Tally]) {
+/// Scores every window of the series in `path` for `job`, one tally per cycle count,
+/// each window read every `hold` seconds.
+fn score_series(path: &Path, job: &Job, cycles: &[f64], hold: usize, tallies: &mut [Tally]) {
     let Ok(file) = read_file(path, 1.0) else {
         eprintln!("{}: unreadable; skipped", path.display());
         return;
@@ -290,6 +311,11 @@ fn score_series(path: &Path, job: &Job, cycles: &[f64], tallies: &mut [Tally]) {
                     .filter(|(t, _)| *t >= t0 + start && *t < t0 + start + n * job.period)
                     .copied()
                     .collect();
+                let window = if hold > 1 {
+                    held(&window, hold)
+                } else {
+                    window
+                };
                 score(&window, job.period, &mut tallies[c]);
             }
         }
@@ -299,6 +325,14 @@ fn score_series(path: &Path, job: &Job, cycles: &[f64], tallies: &mut [Tally]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn held_readings_are_block_means_kept_through_the_block() {
+        let points: Vec<(f64, f64)> = (0..5).map(|i| (i as f64, i as f64)).collect();
+        let got: Vec<f64> = held(&points, 2).iter().map(|p| p.1).collect();
+        assert_eq!(got, vec![0.5, 0.5, 2.5, 2.5, 4.0]);
+        assert_eq!(held(&points, 1), points);
+    }
 
     #[test]
     fn windows_lie_inside_the_stretches_a_third_of_a_cycle_apart() {

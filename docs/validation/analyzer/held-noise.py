@@ -3,7 +3,8 @@
 
 Default: 200 series of 500 steps; a value is drawn afresh every `hold` steps (5, 10 or
 15, at random): half from {0, 0, 0, 0.01, 0.01, 0.02, 0.03} (a process idle at 0-3%),
-half normal(0.5, 0.1). With --grid: for each hold of 5, 10 and 15 steps and each length
+half normal(0.5, 0.1). With --grid: for each hold of 2, 3, 5, 10 and 15 steps (a reading
+every 2-15 s scraped every second) and each length
 of 120, 150, 200, 300, 500 and 1,000 steps, 400 series of uniform readings. Every series
 is written as a CSV and given to `poolprof-analyzer periods`; the count of series with
 any period is printed.
@@ -53,7 +54,7 @@ def main():
                 found += periodic(analyzer, tmp, k, held(idle if k % 2 == 0 else busy, hold, 500))
             print(f"{found} of 200 held-noise series get a period")
             return
-        for hold in (5, 10, 15):
+        for hold in (2, 3, 5, 10, 15):
             for n in (120, 150, 200, 300, 500, 1000):
                 found = sum(periodic(analyzer, tmp, k, held(random.random, hold, n)) for k in range(400))
                 print(f"hold {hold:2d} steps, {n:4d} steps: {found} of 400 get a period")

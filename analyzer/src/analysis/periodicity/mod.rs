@@ -168,7 +168,7 @@ pub fn detect_with_seasons(series: &Series, config: &PeriodConfig) -> Detection 
             );
         }
     }
-    let seasons = outcome.periods().iter().map(|p| p.period_seconds).collect();
+    let seasons = seasons_to_forecast(&segment.values, segment.step, config, &outcome);
     Detection {
         reported: fractions::without_harmonics(held_noise::confirm(
             &segment.values,
@@ -177,6 +177,31 @@ pub fn detect_with_seasons(series: &Series, config: &PeriodConfig) -> Detection 
         )),
         seasons,
     }
+}
+
+/// The seasons to hand a forecaster for evenly spaced `values` whose periods
+/// [`detect_on_grid`] `found`: those periods and, for held readings, the periods a
+/// search at every period finds. Held readings repeat exactly at the multiple of a
+/// cycle that is whole readings (90 s for a 45 s cycle read every 10 s), which
+/// forecast them better than the cycle; the forecaster validates each season.
+pub fn seasons_to_forecast(
+    values: &[f64],
+    step: f64,
+    config: &PeriodConfig,
+    found: &PeriodOutcome,
+) -> Vec<f64> {
+    let mut seasons: Vec<f64> = found.periods().iter().map(|p| p.period_seconds).collect();
+    if held_readings(values, config).is_some() {
+        for p in detect_whole_and_busy(values, step, config).periods() {
+            if !seasons
+                .iter()
+                .any(|s| (s - p.period_seconds).abs() <= 0.02 * s)
+            {
+                seasons.push(p.period_seconds);
+            }
+        }
+    }
+    seasons
 }
 
 /// Unix time of the last peak of `values` (the first at `start`, then `step` apart)
@@ -222,8 +247,15 @@ pub fn last_peak(values: &[f64], start: f64, step: f64, period: f64) -> Option<f
 }
 
 /// Finds the periods of evenly spaced `values` (`step` seconds apart): on the whole,
-/// and, where it holds stops, on its longest busy stretch ([`STILL_STEPS`]).
+/// and, where it holds stops, on its longest busy stretch ([`STILL_STEPS`]); held
+/// readings only at periods they can show ([`held_readings`]).
 pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
+    let held = held_readings(values, config);
+    detect_whole_and_busy(values, step, held.as_ref().unwrap_or(config))
+}
+
+/// [`detect_on_grid`] at every period `config` searches.
+fn detect_whole_and_busy(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
     let outcome = detect_whole(values, step, config);
     let long = STILL_STEPS.max(values.len() / STILL_SHARE);
     let Some((active, stopped)) = prepare::busy_stretch(values, long) else {
@@ -252,6 +284,28 @@ pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> Perio
         (whole, _) => whole,
     }
 }
+
+/// For readings held several steps each (`runs::hold`), the config searching only
+/// periods of [`HELD_READINGS`] readings or more. Holding a reading mirrors the
+/// spectrum of its cycles about every multiple of the reading rate; the mirror images
+/// of a slow cycle lie near those multiples, where the hold's own spectrum is near
+/// zero, stood out from their background and took the periodogram test from the
+/// cycle itself (a 35 s cycle read every 3 s). A square wave's runs are half its
+/// cycle, which stays inside the search.
+fn held_readings(values: &[f64], config: &PeriodConfig) -> Option<PeriodConfig> {
+    let shortest = HELD_READINGS * crate::analysis::runs::hold(values) as f64;
+    (shortest > config.shortest_period()).then(|| PeriodConfig {
+        min_period_steps: shortest,
+        ..config.clone()
+    })
+}
+
+/// Readings a period of held readings must span. Under 2 (the reading rate's
+/// Nyquist), so that a cycle of a few readings keeps the harmonics that pin its
+/// period (at 2, a 30 s cycle read every 10 s, refined on its fundamental alone, came
+/// out at 30.6-30.9 s); over 1, so that the images of every cycle longer than three
+/// readings, within a third of the reading rate of its multiples, are left out.
+const HELD_READINGS: f64 = 1.5;
 
 /// Whether `busy`, found on a busy stretch, is 2 or 3 times `whole`'s period (within
 /// 3%) and repeats more strongly there: the stop lifted the whole's autocorrelation at
@@ -701,6 +755,74 @@ mod tests {
                 .any(|p| (p.period_seconds - 12.3).abs() <= 0.25),
             "{out:?}"
         );
+    }
+
+    /// How many windows of `width` samples of `series`, one every `every` from `from`,
+    /// show `period` (seconds) within 2%, and how many there are.
+    fn windows_found(
+        series: &Series,
+        from: usize,
+        width: usize,
+        every: usize,
+        period: f64,
+    ) -> (usize, usize) {
+        let starts: Vec<usize> = (from..series.points.len().saturating_sub(width))
+            .step_by(every)
+            .collect();
+        let found = starts
+            .iter()
+            .filter(|&&a| {
+                let window = Series::from_points(series.points[a..a + width].to_vec());
+                detect_periods(&window, &PeriodConfig::default())
+                    .periods()
+                    .iter()
+                    .any(|p| (p.period_seconds - period).abs() <= 0.02 * period)
+            })
+            .count();
+        (found, starts.len())
+    }
+
+    #[test]
+    fn a_cycle_read_every_few_seconds_is_found_from_six_cycles() {
+        // run17 (H200): a training job's evaluation pass every 35 s. Its own SM use is
+        // NVML's mean over each 5 s; the GPU's SM activity, read every second, is taken
+        // as a reader every 3 s would see it (each 3 s mean, held). Six cycles each.
+        let own = recorded("run17", "process_sm_utilization-train", 481);
+        let gpu = recorded("run17", "gpu_sm_active", 487);
+        let mut three = gpu.clone();
+        for block in three.points.chunks_mut(3) {
+            let mean = block.iter().map(|p| p.1).sum::<f64>() / block.len() as f64;
+            block.iter_mut().for_each(|p| p.1 = mean);
+        }
+        // 21 of 21 and 16 of 22; searched at every period as before, 17 and 8
+        for (name, series, share) in [
+            ("own SM use, 5 s", &own, 0.95),
+            ("GPU SM activity, 3 s", &three, 0.6),
+        ] {
+            let (found, windows) = windows_found(series, 20, 210, 12, 35.0);
+            assert!(
+                found as f64 >= share * windows as f64,
+                "{name}: {found} of {windows}"
+            );
+        }
+    }
+
+    #[test]
+    fn held_readings_report_their_cycle_and_offer_its_exact_repeat_to_forecast() {
+        // run18: a 35 s cycle read every 10 s (3.5 readings), whose readings repeat
+        // exactly every 70 s; searched at every period, 70.1 s was reported
+        let series = recorded("run18", "process_sm_utilization-train", 500);
+        let segment = grid::longest(grid::segments(&series.points, None, 10).unwrap());
+        let config = PeriodConfig::default();
+        let found = detect_on_grid(&segment.values, segment.step, &config);
+        let near = |p: f64, want: f64| (p - want).abs() <= 0.02 * want;
+        assert!(
+            found.periods().iter().any(|p| near(p.period_seconds, 35.0)),
+            "{found:?}"
+        );
+        let seasons = seasons_to_forecast(&segment.values, segment.step, &config, &found);
+        assert!(seasons.iter().any(|&p| near(p, 35.0)), "{seasons:?}");
+        assert!(seasons.iter().any(|&p| near(p, 70.0)), "{seasons:?}");
     }
 
     #[test]
