@@ -289,9 +289,9 @@ fn detect_whole_and_busy(values: &[f64], step: f64, config: &PeriodConfig) -> Pe
 /// periods of [`HELD_READINGS`] readings or more. Holding a reading mirrors the
 /// spectrum of its cycles about every multiple of the reading rate; the mirror images
 /// of a slow cycle lie near those multiples, where the hold's own spectrum is near
-/// zero, stood out from their background and took the periodogram test from the
-/// cycle itself (a 35 s cycle read every 3 s). A square wave's runs are half its
-/// cycle, which stays inside the search.
+/// zero, and there they stood out from their background and took the periodogram
+/// test from the cycle itself (a 35 s cycle read every 3 s). A square wave's runs are
+/// half its cycle, which stays inside the search.
 fn held_readings(values: &[f64], config: &PeriodConfig) -> Option<PeriodConfig> {
     let shortest = HELD_READINGS * crate::analysis::runs::hold(values) as f64;
     (shortest > config.shortest_period()).then(|| PeriodConfig {
@@ -788,8 +788,7 @@ mod tests {
         // NVML's mean over each 5 s; the GPU's SM activity, read every second, is taken
         // as a reader every 3 s would see it (each 3 s mean, held). Six cycles each.
         let own = recorded("run17", "process_sm_utilization-train", 481);
-        let gpu = recorded("run17", "gpu_sm_active", 487);
-        let mut three = gpu.clone();
+        let mut three = recorded("run17", "gpu_sm_active", 487);
         for block in three.points.chunks_mut(3) {
             let mean = block.iter().map(|p| p.1).sum::<f64>() / block.len() as f64;
             block.iter_mut().for_each(|p| p.1 = mean);
