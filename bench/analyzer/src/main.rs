@@ -141,7 +141,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | parse ours|streamed|tree [--series N] [--points P] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] [--periods LO-HI] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | periods-recorded DIR... | forecast-public DIR [--threads T] [--history-steps N]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | parse ours|streamed|tree [--series N] [--points P] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] [--periods LO-HI] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | periods-recorded DIR... [--hold-s N] | forecast-public DIR [--threads T] [--history-steps N]");
             std::process::exit(2);
         }
     }
