@@ -1,7 +1,8 @@
 //! The collector flags: `--collector.<name>` / `--no-collector.<name>` for each
 //! collector, `--collector.disable-defaults`, and the process collector's
-//! `--[no-]collector.process.pid-label` and `--collector.process.sample-interval`. Generated from one table so a new collector
-//! needs one line here; each flag has its `POOLPROF_*` variable like every other.
+//! `--[no-]collector.process.pid-label` and `--collector.process.sample-interval`.
+//! Generated from one table so a new collector needs one line here; each flag has its
+//! `POOLPROF_*` variable like every other.
 
 use crate::collector::{Selection, COLLECTOR_NAMES};
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
