@@ -54,8 +54,8 @@ const NO_PID_LABEL: &str = "no-collector.process.pid-label";
 const SAMPLE_INTERVAL: &str = "collector.process.sample-interval";
 
 /// How often per-process utilization is read by default while a GPU runs two or more
-/// processes. Each read costs NVML about 2 ms of CPU; read every 10 s, a job's
-/// 35 s cycle showed in none of its six-cycle windows, read every 5 s in 19 of 23
+/// processes. Each read costs NVML about 2 ms of CPU; the same jobs read every 10 s
+/// and every 5 s showed a 35 s cycle in 9 and 23 of their own 23 six-cycle windows
 /// (`docs/validation/analyzer/process-sample-interval.md`).
 pub const DEFAULT_PROCESS_SAMPLE_INTERVAL: Duration = Duration::from_secs(5);
 

@@ -52,7 +52,7 @@ pub use threshold::{time_to_threshold, ThresholdCrossing};
 use crate::analysis::extent::max_abs;
 use crate::analysis::grid::{self, GridError};
 use crate::analysis::periodicity::tentative::tentative_lag;
-use crate::analysis::periodicity::{alternates, detect_on_grid, seasons_to_forecast, PeriodConfig};
+use crate::analysis::periodicity::{alternates, detect_on_grid_with_seasons, PeriodConfig};
 use crate::series::Series;
 
 use ets::Season;
@@ -271,10 +271,7 @@ fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
         PeriodChoice::None => return Seasons::default(),
         PeriodChoice::Seconds(s) => vec![s],
         PeriodChoice::Detected => Vec::new(),
-        PeriodChoice::Auto => {
-            let config = PeriodConfig::default();
-            seasons_to_forecast(y, step, &config, &detect_on_grid(y, step, &config))
-        }
+        PeriodChoice::Auto => detect_on_grid_with_seasons(y, step, &PeriodConfig::default()).1,
     };
     seconds.extend(more.iter().copied().filter(|s| s.is_finite() && *s > 0.0));
     for s in seconds.iter_mut() {

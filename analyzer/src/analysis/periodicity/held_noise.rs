@@ -8,12 +8,11 @@
 //! season on its own errors, and on short histories this test also rejects real cycles.
 
 use super::{acf, prepare, spectrum, Period, PeriodOutcome};
-use crate::analysis::runs;
 
-/// `outcome` (found on `values`, `step` seconds apart) without the periods held noise
-/// would show as readily; unchanged for a series that moves every step.
-pub fn confirm(values: &[f64], step: f64, outcome: PeriodOutcome) -> PeriodOutcome {
-    let hold = runs::hold(values);
+/// `outcome` (found on `values`, `step` seconds apart, whose readings are held `hold`
+/// steps: [`crate::analysis::runs::hold`]) without the periods held noise would show as readily;
+/// unchanged for a series that moves every step.
+pub fn confirm(values: &[f64], step: f64, hold: usize, outcome: PeriodOutcome) -> PeriodOutcome {
     if hold < 2 {
         return outcome;
     }

@@ -27,7 +27,7 @@ pub mod significance;
 pub mod spectrum;
 pub mod tentative;
 
-use crate::analysis::grid;
+use crate::analysis::{grid, runs};
 use crate::series::Series;
 
 use acf::HillRule;
@@ -157,7 +157,8 @@ pub fn detect_with_seasons(series: &Series, config: &PeriodConfig) -> Detection 
             }
         }
     };
-    let mut outcome = detect_on_grid(&segment.values, segment.step, config);
+    let hold = runs::hold(&segment.values);
+    let (mut outcome, seasons) = search_with_seasons(&segment.values, segment.step, config, hold);
     if let PeriodOutcome::Periodic(periods) = &mut outcome {
         for p in periods {
             p.last_peak_seconds = last_peak(
@@ -168,40 +169,52 @@ pub fn detect_with_seasons(series: &Series, config: &PeriodConfig) -> Detection 
             );
         }
     }
-    let seasons = seasons_to_forecast(&segment.values, segment.step, config, &outcome);
     Detection {
         reported: fractions::without_harmonics(held_noise::confirm(
             &segment.values,
             segment.step,
+            hold,
             outcome,
         )),
         seasons,
     }
 }
 
-/// The seasons to hand a forecaster for evenly spaced `values` whose periods
-/// [`detect_on_grid`] `found`: those periods and, for held readings, the periods a
-/// search at every period finds. Held readings repeat exactly at the multiple of a
-/// cycle that is whole readings (90 s for a 45 s cycle read every 10 s), which
-/// forecast them better than the cycle; the forecaster validates each season.
-pub fn seasons_to_forecast(
+/// What [`detect_on_grid`] finds in evenly spaced `values`, and the seasons to hand a
+/// forecaster: those periods and, for held readings, the periods a search at every
+/// period finds. Held readings repeat exactly at the multiple of a cycle that is whole
+/// readings (90 s for a 45 s cycle read every 10 s), which forecast them better than
+/// the cycle; the forecaster validates each season.
+pub fn detect_on_grid_with_seasons(
     values: &[f64],
     step: f64,
     config: &PeriodConfig,
-    found: &PeriodOutcome,
-) -> Vec<f64> {
-    let mut seasons: Vec<f64> = found.periods().iter().map(|p| p.period_seconds).collect();
-    if held_readings(values, config).is_some() {
-        for p in detect_whole_and_busy(values, step, config).periods() {
-            if !seasons
-                .iter()
-                .any(|s| (s - p.period_seconds).abs() <= 0.02 * s)
-            {
-                seasons.push(p.period_seconds);
-            }
+) -> (PeriodOutcome, Vec<f64>) {
+    search_with_seasons(values, step, config, runs::hold(values))
+}
+
+/// [`detect_on_grid_with_seasons`] of `values` whose readings are held `hold` steps.
+fn search_with_seasons(
+    values: &[f64],
+    step: f64,
+    config: &PeriodConfig,
+    hold: usize,
+) -> (PeriodOutcome, Vec<f64>) {
+    let seconds =
+        |o: &PeriodOutcome| -> Vec<f64> { o.periods().iter().map(|p| p.period_seconds).collect() };
+    let Some(held) = held_readings(hold, config) else {
+        let found = detect_whole_and_busy(values, step, config);
+        let seasons = seconds(&found);
+        return (found, seasons);
+    };
+    let found = detect_whole_and_busy(values, step, &held);
+    let mut seasons = seconds(&found);
+    for s in seconds(&detect_whole_and_busy(values, step, config)) {
+        if !seasons.iter().any(|f| (f - s).abs() <= 0.02 * f) {
+            seasons.push(s);
         }
     }
-    seasons
+    (found, seasons)
 }
 
 /// Unix time of the last peak of `values` (the first at `start`, then `step` apart)
@@ -248,9 +261,9 @@ pub fn last_peak(values: &[f64], start: f64, step: f64, period: f64) -> Option<f
 
 /// Finds the periods of evenly spaced `values` (`step` seconds apart): on the whole,
 /// and, where it holds stops, on its longest busy stretch ([`STILL_STEPS`]); held
-/// readings only at periods they can show ([`held_readings`]).
+/// readings only at periods they can show (`held_readings`).
 pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
-    let held = held_readings(values, config);
+    let held = held_readings(runs::hold(values), config);
     detect_whole_and_busy(values, step, held.as_ref().unwrap_or(config))
 }
 
@@ -285,15 +298,15 @@ fn detect_whole_and_busy(values: &[f64], step: f64, config: &PeriodConfig) -> Pe
     }
 }
 
-/// For readings held several steps each (`runs::hold`), the config searching only
+/// For readings held `hold` steps each ([`runs::hold`]), the config searching only
 /// periods of [`HELD_READINGS`] readings or more. Holding a reading mirrors the
 /// spectrum of its cycles about every multiple of the reading rate; the mirror images
 /// of a slow cycle lie near those multiples, where the hold's own spectrum is near
 /// zero, and there they stood out from their background and took the periodogram
 /// test from the cycle itself (a 35 s cycle read every 3 s). A square wave's runs are
 /// half its cycle, which stays inside the search.
-fn held_readings(values: &[f64], config: &PeriodConfig) -> Option<PeriodConfig> {
-    let shortest = HELD_READINGS * crate::analysis::runs::hold(values) as f64;
+fn held_readings(hold: usize, config: &PeriodConfig) -> Option<PeriodConfig> {
+    let shortest = HELD_READINGS * hold as f64;
     (shortest > config.shortest_period()).then(|| PeriodConfig {
         min_period_steps: shortest,
         ..config.clone()
@@ -317,7 +330,7 @@ fn multiple_of(busy: &Period, whole: &Period) -> bool {
 }
 
 /// Cycles the busy stretch of a series stopped for half its length or more must hold.
-pub const MOSTLY_STOPPED_CYCLES: f64 = 6.0;
+const MOSTLY_STOPPED_CYCLES: f64 = 6.0;
 
 /// Shortest stop ([`prepare::longest_active`]) that splits a series: a job
 /// stopped between its cycles buries their spectrum under the stop's (or lifts the
@@ -813,13 +826,16 @@ mod tests {
         let series = recorded("run18", "process_sm_utilization-train", 500);
         let segment = grid::longest(grid::segments(&series.points, None, 10).unwrap());
         let config = PeriodConfig::default();
-        let found = detect_on_grid(&segment.values, segment.step, &config);
+        let (found, seasons) = detect_on_grid_with_seasons(&segment.values, segment.step, &config);
+        assert_eq!(
+            found,
+            detect_on_grid(&segment.values, segment.step, &config)
+        );
         let near = |p: f64, want: f64| (p - want).abs() <= 0.02 * want;
         assert!(
             found.periods().iter().any(|p| near(p.period_seconds, 35.0)),
             "{found:?}"
         );
-        let seasons = seasons_to_forecast(&segment.values, segment.step, &config, &found);
         assert!(seasons.iter().any(|&p| near(p, 35.0)), "{seasons:?}");
         assert!(seasons.iter().any(|&p| near(p, 70.0)), "{seasons:?}");
     }

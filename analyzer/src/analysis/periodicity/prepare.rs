@@ -166,8 +166,8 @@ pub fn longest_active(x: &[f64], long: usize) -> Option<&[f64]> {
 }
 
 /// The longest stretch of `x` between its stops (at least `long` steps each) and how
-/// many steps the stops take; `None` when there is no stop or nothing but stops. A stop is a stretch within
-/// [`STILL_BAND`] of the range above the lowest value (a stopped job idles at the
+/// many steps the stops take; `None` when there is no stop or nothing but stops. A
+/// stop is a stretch within [`STILL_BAND`] of the range above the lowest value (a stopped job idles at the
 /// floor), or a still stretch at another level that lasts [`LONE_FACTOR`] times as long
 /// as any other (a job stopped while others keep the GPU's power at 130 W, or its
 /// clocks at their boost); busy plateaus are not stops, as each cycle has one alike.
