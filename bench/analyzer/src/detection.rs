@@ -12,8 +12,22 @@ use poolprof_analyzer::series::Series;
 use crate::engines;
 use crate::impulsive::{aperiodic, periodic, Aperiodic, Case, Periods, Shape, STEP};
 
-/// Cycle counts of the periodic rows.
-const CYCLES: [f64; 4] = [6.0, 9.0, 12.0, 20.0];
+/// Cycle counts of the periodic rows unless `--cycles` gives others.
+pub const CYCLES: [f64; 4] = [6.0, 9.0, 12.0, 20.0];
+
+/// `--cycles A,B,...`: cycle counts of the periodic rows, each at least 1.
+pub fn parse_cycles(text: &str) -> Result<Vec<f64>, String> {
+    let bad = || format!("--cycles {text:?}: want a comma list of cycle counts, each >= 1");
+    let counts: Vec<f64> = text
+        .split(',')
+        .map(|c| c.trim().parse::<f64>().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    counts
+        .iter()
+        .all(|c| c.is_finite() && *c >= 1.0)
+        .then_some(counts)
+        .ok_or_else(bad)
+}
 
 /// Detectors in table order.
 const NAMES: [&str; 3] = [
@@ -66,8 +80,8 @@ pub fn within(got: f64, truth: f64, whole_steps: bool) -> bool {
     (got - truth).abs() <= tol
 }
 
-/// Prints both tables for `per_cell` series per shape and cycle count.
-pub fn run(set: &str, per_cell: usize, periods: Periods) {
+/// Prints both tables for `per_cell` series per shape and count of `cycles`.
+pub fn run(set: &str, per_cell: usize, periods: Periods, cycles: &[f64]) {
     let base = base_seed(set);
     println!(
         "Seed set `{set}`, {per_cell} series per cell, periods {}-{} steps; cell: any reported period within 2% (first reported within 2%).",
@@ -80,7 +94,7 @@ pub fn run(set: &str, per_cell: usize, periods: Periods) {
     let mut count = 0usize;
     let show = std::env::var_os("BENCH_SHOW_MISSES").is_some();
     for (s, shape) in Shape::ALL.iter().enumerate() {
-        for (c, cycles) in CYCLES.iter().enumerate() {
+        for (c, cycles) in cycles.iter().enumerate() {
             let mut any = [0usize; 3];
             let mut first = [0usize; 3];
             for i in 0..per_cell {
@@ -127,7 +141,13 @@ pub fn run(set: &str, per_cell: usize, periods: Periods) {
         .iter()
         .map(|t| format!("**{:.1}%**", pct(*t, count)))
         .collect();
-    println!("| all ({count} series) | 6–20 | {} |", cells.join(" | "));
+    let (fewest, most) = cycles
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(lo, hi), c| (lo.min(*c), hi.max(*c)));
+    println!(
+        "| all ({count} series) | {fewest}–{most} | {} |",
+        cells.join(" | ")
+    );
     println!();
     println!("| aperiodic kind | series | {} |", NAMES.join(" | "));
     println!("| --- | ---: | ---: | ---: | ---: |");
@@ -202,4 +222,18 @@ fn explain(case: &Case) -> String {
         })
         .collect();
     format!("n={n} {}", cs.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycle_counts_are_a_comma_list_of_at_least_one_cycle() {
+        assert_eq!(parse_cycles("40,80, 160"), Ok(vec![40.0, 80.0, 160.0]));
+        assert_eq!(parse_cycles("6"), Ok(vec![6.0]));
+        for bad in ["", "40,", "0.5", "x", "40,inf", "-6"] {
+            assert!(parse_cycles(bad).is_err(), "{bad}");
+        }
+    }
 }

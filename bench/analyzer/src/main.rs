@@ -4,7 +4,7 @@
 //! of 10,080 points (a week at one minute), drawn round-robin from a pool of 1,000
 //! deterministic series mixing every kind of the labelled suite.
 //! `accuracy`: detection/false-positive and forecast-error tables on the labelled suite.
-//! `impulsive dev|report [--per-cell N] [--periods LO-HI]`: periodicity on the impulsive suite (issue 11),
+//! `impulsive dev|report [--per-cell N] [--periods LO-HI] [--cycles A,B,...]`: periodicity on the impulsive suite (issue 11),
 //! with the development or the reporting seed set.
 //! `dump FILE [--series N]`: the first N pool series as raw little-endian f64 rows,
 //! for `peer.py`.
@@ -85,7 +85,18 @@ fn main() {
                     eprintln!("{e}");
                     std::process::exit(2)
                 });
-            detection::run(set, flag(&args, "--per-cell", 40), periods);
+            let cycles = args
+                .iter()
+                .position(|a| a == "--cycles")
+                .and_then(|i| args.get(i + 1))
+                .map_or(Ok(detection::CYCLES.to_vec()), |v| {
+                    detection::parse_cycles(v)
+                })
+                .unwrap_or_else(|e| {
+                    eprintln!("{e}");
+                    std::process::exit(2)
+                });
+            detection::run(set, flag(&args, "--per-cell", 40), periods, &cycles);
         }
         Some("profile") => {
             profile::fft_sizes();
@@ -141,7 +152,7 @@ fn main() {
             );
         }
         _ => {
-            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | parse ours|streamed|tree [--series N] [--points P] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] [--periods LO-HI] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | periods-recorded DIR... [--hold-s N] | forecast-public DIR [--threads T] [--history-steps N]");
+            eprintln!("usage: poolprof-analyzer-bench speed ours|augurs [--series N] [--threads T] [--varied-lengths] | parse ours|streamed|tree [--series N] [--points P] | accuracy [--per-cell N] | impulsive dev|report [--per-cell N] [--periods LO-HI] [--cycles A,B,...] | dump FILE [--series N] | forecast-eval [--seed S] [--per-class N] [--peer FILE] | forecast-dump FILE [--seed S] [--per-class N] | forecast-fresh [--seed S] [--per-class N] [--threads T] | forecast-tenants [--seed S] [--per-class N] [--threads T] | forecast-recorded DIR... [--threads T] | periods-recorded DIR... [--hold-s N] | forecast-public DIR [--threads T] [--history-steps N]");
             std::process::exit(2);
         }
     }

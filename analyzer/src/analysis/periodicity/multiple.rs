@@ -90,25 +90,61 @@ pub fn lift(
 }
 
 /// Which of `multiples` of lag `t` is the period by the autocorrelation of `x`
-/// averaged over three steps: the shortest at least [`OCTAVE_HEIGHT`] as high as the
-/// highest, if the smoothed autocorrelation at `t` is under [`SMOOTHED_SHARE`] of it.
+/// averaged over three steps, at each lag where that mean keeps a cycle of the lag
+/// ([`three_step_mean_keeps`]; unsmoothed at shorter lags): the shortest at least
+/// [`OCTAVE_HEIGHT`] as high as the highest, if the autocorrelation at `t` is under
+/// [`SMOOTHED_SHARE`] of it.
 fn smoothed_choice(x: &[f64], t: f64, multiples: &[(usize, Hill)]) -> Option<usize> {
     let smooth: Vec<f64> = x.windows(3).map(|w| (w[0] + w[1] + w[2]) / 3.0).collect();
-    let mean = smooth.iter().sum::<f64>() / smooth.len().max(1) as f64;
-    let spread = acf::spread(&smooth, mean);
-    let n = smooth.len();
-    // bias-corrected, at the whole lag on either side of `lag` that repeats better
+    let (smooth, raw) = (WholeLags::of(&smooth), WholeLags::of(x));
     let at = |lag: f64| {
-        [lag.floor() as usize, lag.ceil() as usize]
-            .into_iter()
-            .filter(|&l| l >= 1 && l < n)
-            .map(|l| acf::about_with(&smooth, mean, spread, l) * n as f64 / (n - l) as f64)
-            .fold(f64::NEG_INFINITY, f64::max)
+        if three_step_mean_keeps(lag) {
+            smooth.at(lag)
+        } else {
+            raw.at(lag)
+        }
     };
     let heights: Vec<f64> = multiples.iter().map(|(_, h)| at(h.lag)).collect();
     let highest = heights.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let i = heights.iter().position(|&s| s >= OCTAVE_HEIGHT * highest)?;
     (at(t) < SMOOTHED_SHARE * heights[i]).then_some(i)
+}
+
+/// The autocorrelation of a series at the whole lags either side of a fractional one.
+struct WholeLags<'a> {
+    y: &'a [f64],
+    mean: f64,
+    spread: f64,
+}
+
+impl<'a> WholeLags<'a> {
+    fn of(y: &'a [f64]) -> Self {
+        let mean = y.iter().sum::<f64>() / y.len().max(1) as f64;
+        let spread = acf::spread(y, mean);
+        WholeLags { y, mean, spread }
+    }
+
+    /// Bias-corrected, at the whole lag on either side of `lag` that repeats better.
+    fn at(&self, lag: f64) -> f64 {
+        let n = self.y.len();
+        [lag.floor() as usize, lag.ceil() as usize]
+            .into_iter()
+            .filter(|&l| l >= 1 && l < n)
+            .map(|l| acf::about_with(self.y, self.mean, self.spread, l) * n as f64 / (n - l) as f64)
+            .fold(f64::NEG_INFINITY, f64::max)
+    }
+}
+
+/// Whether a mean over three steps keeps at least half the power of a cycle of `t`
+/// steps: (sin(3π/t) / (3 sin(π/t)))², 0.64 at 8 steps, 0.56 at 7, 0.44 at 6, 0.11 at
+/// 4 and nothing at 3 (half at 6.44). A shorter lag is judged unsmoothed: the mean
+/// would flatten its own cycle, and what is left of a pulse every 3.36 steps is the
+/// pattern its sampling repeats every 10.08 (three cycles, nearly a whole lag), which
+/// then looked like the period.
+fn three_step_mean_keeps(t: f64) -> bool {
+    let f = std::f64::consts::PI / t;
+    let gain = (3.0 * f).sin() / (3.0 * f.sin());
+    gain * gain >= 0.5
 }
 
 /// The periods (in steps) of the periodogram's significant peaks (at level
@@ -199,6 +235,36 @@ mod tests {
         let found = steps_found(&dips);
         assert!(near(&found, 11.5), "{found:?}");
         assert!(!near(&found, 23.0), "{found:?}");
+    }
+
+    /// A job whose cycle is a few scrapes long, watched for over an hour: a dip one
+    /// step wide every 3.36, 3.39 or 3.44 steps, 320 cycles, in noise. Their sampling
+    /// repeats every 10.08, 16.95 and 6.88 steps (3, 5 and 2 cycles, each nearly a
+    /// whole number of steps), where the autocorrelation stands highest; a mean over
+    /// three steps flattens the cycle itself, and on such means the repeats were taken
+    /// for the period.
+    #[test]
+    fn a_cycle_of_a_few_steps_is_not_taken_for_its_sampling_repeat() {
+        use rand::{Rng, SeedableRng};
+        for (period, repeat) in [(3.36, 3.0), (3.39, 5.0), (3.44, 2.0)] {
+            for seed in 0..3u64 {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+                let dips: Vec<f64> = (0..1080)
+                    .map(|i| {
+                        let u = (i as f64 / period + 0.4).fract();
+                        let (u1, u2): (f64, f64) = (rng.gen::<f64>().max(1e-300), rng.gen());
+                        let noise = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                        (if u < 1.0 / period { 0.1 } else { 0.9 }) + 0.12 * noise
+                    })
+                    .collect();
+                let found = steps_found(&dips);
+                assert!(near(&found, period), "{period}, seed {seed}: {found:?}");
+                assert!(
+                    !near(&found, repeat * period),
+                    "{period}, seed {seed}: {found:?}"
+                );
+            }
+        }
     }
 
     /// A slow cycle of 109.03 steps under a stronger fast one of 11.643, in noise
