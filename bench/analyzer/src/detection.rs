@@ -141,9 +141,9 @@ pub fn run(set: &str, per_cell: usize, periods: Periods, cycles: &[f64]) {
         .iter()
         .map(|t| format!("**{:.1}%**", pct(*t, count)))
         .collect();
-    let (fewest, most) = cycles
-        .iter()
-        .fold((f64::INFINITY, 0.0f64), |(lo, hi), c| (lo.min(*c), hi.max(*c)));
+    let (fewest, most) = cycles.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), c| {
+        (lo.min(*c), hi.max(*c))
+    });
     println!(
         "| all ({count} series) | {fewest}–{most} | {} |",
         cells.join(" | ")

@@ -43,6 +43,27 @@ fn flag(args: &[String], name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// The value after `name` read by `parse`, or `default` without the flag; a value
+/// `parse` refuses exits 2 with its message.
+fn parsed<T>(
+    args: &[String],
+    name: &str,
+    default: T,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> T {
+    let Some(value) = args
+        .iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+    else {
+        return default;
+    };
+    parse(value).unwrap_or_else(|e| {
+        eprintln!("{e}");
+        std::process::exit(2)
+    })
+}
+
 /// The folders named after the subcommand, up to the first flag; at least one.
 fn dirs(args: &[String]) -> Vec<String> {
     let dirs: Vec<String> = args[1..]
@@ -74,28 +95,18 @@ fn main() {
         Some("accuracy") => accuracy::run(flag(&args, "--per-cell", 20)),
         Some("impulsive") => {
             let set = args.get(1).map_or("dev", String::as_str);
-            let periods = args
-                .iter()
-                .position(|a| a == "--periods")
-                .and_then(|i| args.get(i + 1))
-                .map_or(Ok(impulsive::Periods::SUITE), |v| {
-                    impulsive::Periods::parse(v)
-                })
-                .unwrap_or_else(|e| {
-                    eprintln!("{e}");
-                    std::process::exit(2)
-                });
-            let cycles = args
-                .iter()
-                .position(|a| a == "--cycles")
-                .and_then(|i| args.get(i + 1))
-                .map_or(Ok(detection::CYCLES.to_vec()), |v| {
-                    detection::parse_cycles(v)
-                })
-                .unwrap_or_else(|e| {
-                    eprintln!("{e}");
-                    std::process::exit(2)
-                });
+            let periods = parsed(
+                &args,
+                "--periods",
+                impulsive::Periods::SUITE,
+                impulsive::Periods::parse,
+            );
+            let cycles = parsed(
+                &args,
+                "--cycles",
+                detection::CYCLES.to_vec(),
+                detection::parse_cycles,
+            );
             detection::run(set, flag(&args, "--per-cell", 40), periods, &cycles);
         }
         Some("profile") => {

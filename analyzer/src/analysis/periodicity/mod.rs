@@ -133,7 +133,10 @@ const MAX_CANDIDATES: usize = 12;
 
 /// Finds the periods of `series`, or says why there is none.
 pub fn detect_periods(series: &Series, config: &PeriodConfig) -> PeriodOutcome {
-    detect_with_seasons(series, config).reported
+    match search_longest(series, config) {
+        Ok((segment, hold, found)) => reported(&segment, hold, found),
+        Err(none) => none,
+    }
 }
 
 /// The periods of a series to report, and the seasons to hand a forecaster.
@@ -141,25 +144,47 @@ pub fn detect_periods(series: &Series, config: &PeriodConfig) -> PeriodOutcome {
 pub struct Detection {
     /// The periods, or why there is none.
     pub reported: PeriodOutcome,
-    /// Every period found, in seconds, before the held-noise test ([`held_noise`]): the
-    /// forecaster validates each season on its own errors.
+    /// Every period found, in seconds, before the held-noise test ([`held_noise`]),
+    /// and for held readings those a search at every period finds
+    /// ([`detect_on_grid_with_seasons`]): the forecaster validates each season on its
+    /// own errors.
     pub seasons: Vec<f64>,
 }
 
 /// Finds the periods of `series` to report and the seasons to forecast with.
 pub fn detect_with_seasons(series: &Series, config: &PeriodConfig) -> Detection {
-    let segment = match grid::segments(&series.points, config.step_seconds, config.max_fill_steps) {
-        Ok(segs) => grid::longest(segs),
-        Err(e) => {
-            return Detection {
-                reported: PeriodOutcome::none(format!("unusable samples: {e}")),
-                seasons: Vec::new(),
-            }
-        }
-    };
+    match search_longest(series, config) {
+        Ok((segment, hold, found)) => Detection {
+            seasons: seasons_to_forecast(&segment.values, segment.step, config, hold, &found),
+            reported: reported(&segment, hold, found),
+        },
+        Err(none) => Detection {
+            reported: none,
+            seasons: Vec::new(),
+        },
+    }
+}
+
+/// The longest evenly spaced segment of `series`, how long its readings are held
+/// ([`runs::hold`]) and what [`detect_on_grid`] finds in it; the outcome to report
+/// when the samples cannot be put on a grid.
+fn search_longest(
+    series: &Series,
+    config: &PeriodConfig,
+) -> Result<(grid::Segment, usize, PeriodOutcome), PeriodOutcome> {
+    let segment = grid::segments(&series.points, config.step_seconds, config.max_fill_steps)
+        .map(grid::longest)
+        .map_err(|e| PeriodOutcome::none(format!("unusable samples: {e}")))?;
     let hold = runs::hold(&segment.values);
-    let (mut outcome, seasons) = search_with_seasons(&segment.values, segment.step, config, hold);
-    if let PeriodOutcome::Periodic(periods) = &mut outcome {
+    let found = search(&segment.values, segment.step, config, hold);
+    Ok((segment, hold, found))
+}
+
+/// `found` in `segment` as reported: each period with its last peak, less what held
+/// noise would show as readily ([`held_noise`]) and the harmonics of another period
+/// ([`fractions`]).
+fn reported(segment: &grid::Segment, hold: usize, mut found: PeriodOutcome) -> PeriodOutcome {
+    if let PeriodOutcome::Periodic(periods) = &mut found {
         for p in periods {
             p.last_peak_seconds = last_peak(
                 &segment.values,
@@ -169,52 +194,50 @@ pub fn detect_with_seasons(series: &Series, config: &PeriodConfig) -> Detection 
             );
         }
     }
-    Detection {
-        reported: fractions::without_harmonics(held_noise::confirm(
-            &segment.values,
-            segment.step,
-            hold,
-            outcome,
-        )),
-        seasons,
-    }
+    fractions::without_harmonics(held_noise::confirm(
+        &segment.values,
+        segment.step,
+        hold,
+        found,
+    ))
 }
 
 /// What [`detect_on_grid`] finds in evenly spaced `values`, and the seasons to hand a
 /// forecaster: those periods and, for held readings, the periods a search at every
-/// period finds. Held readings repeat exactly at the multiple of a cycle that is whole
-/// readings (90 s for a 45 s cycle read every 10 s), which forecast them better than
-/// the cycle; the forecaster validates each season.
+/// period finds (they repeat exactly at a whole number of readings).
 pub fn detect_on_grid_with_seasons(
     values: &[f64],
     step: f64,
     config: &PeriodConfig,
 ) -> (PeriodOutcome, Vec<f64>) {
-    search_with_seasons(values, step, config, runs::hold(values))
+    let hold = runs::hold(values);
+    let found = search(values, step, config, hold);
+    let seasons = seasons_to_forecast(values, step, config, hold, &found);
+    (found, seasons)
 }
 
-/// [`detect_on_grid_with_seasons`] of `values` whose readings are held `hold` steps.
-fn search_with_seasons(
+/// The periods `found` in `values` (readings held `hold` steps) and, for held
+/// readings, the periods a search at every period finds. Held readings repeat exactly
+/// at the multiple of a cycle that is whole readings (90 s for a 45 s cycle read every
+/// 10 s), which forecast them better than the cycle; the forecaster validates each
+/// season.
+fn seasons_to_forecast(
     values: &[f64],
     step: f64,
     config: &PeriodConfig,
     hold: usize,
-) -> (PeriodOutcome, Vec<f64>) {
-    let seconds =
-        |o: &PeriodOutcome| -> Vec<f64> { o.periods().iter().map(|p| p.period_seconds).collect() };
-    let Some(held) = held_readings(hold, config) else {
-        let found = detect_whole_and_busy(values, step, config);
-        let seasons = seconds(&found);
-        return (found, seasons);
-    };
-    let found = detect_whole_and_busy(values, step, &held);
-    let mut seasons = seconds(&found);
-    for s in seconds(&detect_whole_and_busy(values, step, config)) {
-        if !seasons.iter().any(|f| (f - s).abs() <= 0.02 * f) {
-            seasons.push(s);
+    found: &PeriodOutcome,
+) -> Vec<f64> {
+    let mut seasons: Vec<f64> = found.periods().iter().map(|p| p.period_seconds).collect();
+    if held_readings(hold, config).is_some() {
+        for p in detect_whole_and_busy(values, step, config).periods() {
+            let s = p.period_seconds;
+            if !seasons.iter().any(|f| (f - s).abs() <= 0.02 * f) {
+                seasons.push(s);
+            }
         }
     }
-    (found, seasons)
+    seasons
 }
 
 /// Unix time of the last peak of `values` (the first at `start`, then `step` apart)
@@ -263,7 +286,12 @@ pub fn last_peak(values: &[f64], start: f64, step: f64, period: f64) -> Option<f
 /// and, where it holds stops, on its longest busy stretch ([`STILL_STEPS`]); held
 /// readings only at periods they can show (`held_readings`).
 pub fn detect_on_grid(values: &[f64], step: f64, config: &PeriodConfig) -> PeriodOutcome {
-    let held = held_readings(runs::hold(values), config);
+    search(values, step, config, runs::hold(values))
+}
+
+/// [`detect_on_grid`] of `values` whose readings are held `hold` steps.
+fn search(values: &[f64], step: f64, config: &PeriodConfig, hold: usize) -> PeriodOutcome {
+    let held = held_readings(hold, config);
     detect_whole_and_busy(values, step, held.as_ref().unwrap_or(config))
 }
 
