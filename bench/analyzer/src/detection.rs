@@ -93,6 +93,8 @@ pub fn run(set: &str, per_cell: usize, periods: Periods, cycles: &[f64]) {
     let mut total = [0usize; 3];
     let mut count = 0usize;
     let show = std::env::var_os("BENCH_SHOW_MISSES").is_some();
+    // series whose first period reported is not the cycle
+    let show_first = std::env::var_os("BENCH_SHOW_FIRST").is_some();
     for (s, shape) in Shape::ALL.iter().enumerate() {
         for (c, cycles) in cycles.iter().enumerate() {
             let mut any = [0usize; 3];
@@ -118,6 +120,10 @@ pub fn run(set: &str, per_cell: usize, periods: Periods, cycles: &[f64]) {
                     }
                     if got.first().is_some_and(|g| within(*g, truth, whole)) {
                         first[e] += 1;
+                    } else if e == 0 && show_first {
+                        eprintln!(
+                            "first {shape:?} {cycles} seed {seed}: truth {truth:.3} got {got:?}"
+                        );
                     }
                 }
             }

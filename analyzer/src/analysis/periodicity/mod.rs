@@ -194,12 +194,14 @@ fn reported(segment: &grid::Segment, hold: usize, mut found: PeriodOutcome) -> P
             );
         }
     }
-    fractions::without_harmonics(held_noise::confirm(
-        &segment.values,
-        segment.step,
-        hold,
-        found,
-    ))
+    let window = fractions::Window {
+        step: segment.step,
+        points: segment.values.len(),
+    };
+    fractions::without_harmonics(
+        held_noise::confirm(&segment.values, segment.step, hold, found),
+        window,
+    )
 }
 
 /// What [`detect_on_grid`] finds in evenly spaced `values`, and the seasons to hand a
