@@ -595,10 +595,15 @@ fn test_harmonic_sums(
     let max_lag = n / config.min_cycles.max(1.0);
     // A lag under the shortest period searched has no hill of its own, whatever its
     // window reaches: the window of a lag of 2 steps holds the hills of lags nearly
-    // twice as long, and halving to it reported periods under 2.5 steps.
+    // twice as long, and halving to it reported periods under 2.5 steps. A lag must
+    // also have a hill within half of it: a window of ±1.5 steps, widened to whole
+    // lags, reaches the hill of twice a lag under 3.5 steps, and a sine of 5.17 steps
+    // was halved twice, to 2.58, on its own hill at 5.17 (a sine of 2.6 steps, whose
+    // hill at 3 whole steps is lower than at 5, is still halved to on that one).
     let shortest = config.shortest_period();
     let hill_at = |t: f64| {
         let half = (1.5 * t * t / n).max(1.5);
+        acf::confirm(spectra.acf(), t, half.min(0.5 * t), rule).filter(|h| h.is_own(t))?;
         acf::confirm(spectra.acf(), t, half, rule)
             .filter(|h| t >= shortest && h.lag >= shortest && h.lag <= max_lag)
     };
