@@ -619,7 +619,19 @@ fn test_harmonic_sums(
             }
             continue;
         };
-        let (t0, hill, divisor) = acf::shortest_fraction(n / c.k, hill, OCTAVE_HEIGHT, hill_at);
+        // A sum of two harmonics can pass on the second alone. A fundamental without
+        // power of its own is then that harmonic's multiple, and the half is taken
+        // wherever it has a hill at all: the octave rule compares hills read at whole
+        // lags, where a cycle of a few steps stands higher at twice its period (a sine
+        // of 3.38 steps: 0.76 of its height at lag 3, 0.90 at 7). Longer sums are a
+        // pulse train's, whose fundamental at low SNR may stand as low.
+        let half = n / c.k / 2.0;
+        let (t, hill, halved) = (c.harmonics == 2 && w.ratio_near(c.k) < FUNDAMENTAL_LEVEL)
+            .then(|| hill_at(half))
+            .flatten()
+            .map_or((n / c.k, hill, 1.0), |h| (half, h, 2.0));
+        let (t0, hill, divisor) = acf::shortest_fraction(t, hill, OCTAVE_HEIGHT, hill_at);
+        let divisor = divisor * halved;
         // ceil(ceil(s / a) / b) = ceil(s / ab): one division for the whole descent
         let summed = (c.harmonics as f64 / divisor).ceil() as usize;
         if !significant && !acf::repeats(spectra.acf(), &hill, REPEAT_Z, REPEATS) {
@@ -680,6 +692,11 @@ fn test_pulses_in_time(
         last_peak_seconds: None,
     });
 }
+
+/// Least whitened ordinate at a harmonic sum's fundamental for the fundamental to be
+/// a cycle's own: three backgrounds, as for the harmonics a period is refined on
+/// ([`harmonic_count`]).
+const FUNDAMENTAL_LEVEL: f64 = 3.0;
 
 /// Largest corrected p-value of a harmonic-sum candidate that may still be confirmed,
 /// by [`acf::repeats`], when it is not significant at the configured level. Short

@@ -243,6 +243,15 @@ fn local_log_level(
 }
 
 impl Whitened {
+    /// The higher whitened ordinate of the two Fourier indices either side of `k`
+    /// cycles (0 outside the tested band).
+    pub fn ratio_near(&self, k: f64) -> f64 {
+        [k.floor(), k.ceil()]
+            .iter()
+            .filter_map(|&i| self.ratio.get((i as usize).checked_sub(self.k_min)?))
+            .fold(0.0, |a, &b| a.max(b))
+    }
+
     /// Local maxima of the whitened ordinates, strongest first.
     pub fn peaks(&self) -> Vec<Peak> {
         let mut peaks = self.local_maxima();
