@@ -396,19 +396,16 @@ fn a_fast_cycle_is_reported_before_its_folded_harmonics() {
     assert!(hits >= 18, "{hits} of 22 reported first");
 }
 
-/// A sine has no harmonic, so a period near half of its own is the detector's error: a
-/// harmonic sum's fundamental was halved on the hill that the window of the half,
-/// widened to whole lags, reached at the whole period (a sine of 5.17 steps in 49
-/// points reported at 2.58). 7 of these 200 sines (3-8 steps, 6-9 cycles, SNR 1.5)
-/// were reported at about half their period, and 168 at it; none and 171 now.
-#[test]
-fn a_sine_is_not_reported_at_half_its_period() {
+/// Of 200 sines of 3 to 3 + `width` steps, 6-9 cycles, SNR 1.5 (noise from `seed`
+/// on): how many are found within 2%, and the periods and answers of those reported
+/// within 20% of `wrong` times their period.
+fn short_sines(width: f64, seed: u64, wrong: f64) -> (usize, Vec<(f64, Vec<f64>)>) {
     let sine = |u: f64| (2.0 * std::f64::consts::PI * u).sin();
-    let (mut found, mut halved) = (0, Vec::new());
+    let (mut found, mut mistaken) = (0, Vec::new());
     for i in 0..200u64 {
-        let period = 3.0 + 5.0 * (i as f64 * 0.618).fract();
+        let period = 3.0 + width * (i as f64 * 0.618).fract();
         let cycles = 6.0 + (i % 4) as f64;
-        let y = periodic_at_snr(sine, period, cycles, 700 + i, 1.5);
+        let y = periodic_at_snr(sine, period, cycles, seed + i, 1.5);
         let out = detect_on_grid(&y, STEP, &PeriodConfig::default());
         let steps: Vec<f64> = out
             .periods()
@@ -416,45 +413,34 @@ fn a_sine_is_not_reported_at_half_its_period() {
             .map(|p| p.period_seconds / STEP)
             .collect();
         found += usize::from(steps.iter().any(|t| (t - period).abs() <= 0.02 * period));
-        if steps
-            .iter()
-            .any(|t| (t - period / 2.0).abs() <= 0.1 * period)
-        {
-            halved.push((period, steps));
+        let at = wrong * period;
+        if steps.iter().any(|t| (t - at).abs() <= 0.2 * at) {
+            mistaken.push((period, steps));
         }
     }
+    (found, mistaken)
+}
+
+/// A sine has no harmonic, so a period near half of its own is the detector's error: a
+/// harmonic sum's fundamental was halved on the hill that the window of the half,
+/// widened to whole lags, reached at the whole period (a sine of 5.17 steps in 49
+/// points reported at 2.58). 7 of these 200 sines (3-8 steps) were reported at about
+/// half their period, and 168 at it; none and 171 after, 178 with the rule below.
+#[test]
+fn a_sine_is_not_reported_at_half_its_period() {
+    let (found, halved) = short_sines(5.0, 700, 0.5);
     assert!(halved.is_empty(), "reported at about half: {halved:?}");
-    assert!(found >= 170, "{found} of 200 found");
+    assert!(found >= 177, "{found} of 200 found");
 }
 
 /// A sine has no cycle at twice its period, but read at whole lags, one of 3-4 steps
 /// repeats better there (a sine of 3.38 steps: 0.76 of its height at lag 3, 0.90 at
 /// 7), and a harmonic sum whose fundamental carried no power, passing on the sine as
-/// its second harmonic, kept the double. Of these 200 sines (3-4 steps, 6-9 cycles,
-/// SNR 1.5), 20 were reported at about twice their period and 111 at it; none and
-/// 126 now.
+/// its second harmonic, kept the double. Of these 200 sines (3-4 steps), 21 were
+/// reported at about twice their period and 111 at it; none and 126 now.
 #[test]
 fn a_fast_sine_is_not_reported_at_twice_its_period() {
-    let sine = |u: f64| (2.0 * std::f64::consts::PI * u).sin();
-    let (mut found, mut doubled) = (0, Vec::new());
-    for i in 0..200u64 {
-        let period = 3.0 + (i as f64 * 0.618).fract();
-        let cycles = 6.0 + (i % 4) as f64;
-        let y = periodic_at_snr(sine, period, cycles, 900 + i, 1.5);
-        let out = detect_on_grid(&y, STEP, &PeriodConfig::default());
-        let steps: Vec<f64> = out
-            .periods()
-            .iter()
-            .map(|p| p.period_seconds / STEP)
-            .collect();
-        found += usize::from(steps.iter().any(|t| (t - period).abs() <= 0.02 * period));
-        if steps
-            .iter()
-            .any(|t| (t - 2.0 * period).abs() <= 0.05 * period)
-        {
-            doubled.push((period, steps));
-        }
-    }
+    let (found, doubled) = short_sines(1.0, 900, 2.0);
     assert!(doubled.is_empty(), "reported at about twice: {doubled:?}");
     assert!(found >= 125, "{found} of 200 found");
 }
