@@ -35,12 +35,13 @@ mod recorded_periods;
 mod speed;
 mod tenants;
 
+/// The whole number after `name`, or `default` without the flag; another value exits
+/// 2 naming the flag.
 fn flag(args: &[String], name: &str, default: usize) -> usize {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(|v| v.parse().expect("a number"))
-        .unwrap_or(default)
+    parsed(args, name, default, |v| {
+        v.parse()
+            .map_err(|_| format!("{name} {v:?}: want a whole number"))
+    })
 }
 
 /// The value after `name` read by `parse`, or `default` without the flag; a value

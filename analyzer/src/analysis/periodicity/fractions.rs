@@ -40,10 +40,11 @@ const MAX_FOLDED_HARMONIC: u8 = 8;
 
 /// How near a folded harmonic a period's frequency must lie, in cycles over the
 /// analysed window: a quarter of the periodogram's resolution. Both periods are refined
-/// on the same series, so a fold lies far nearer (on the impulsive development set, 155
-/// of the 174 folds reported before their cycle lie within a tenth of a cycle), while
-/// an unrelated period lies this near one of the (at most seven) folds checked with a
-/// chance of at most 7 in the window's length in points (0.7% over 1,000 points).
+/// on the same series, so a fold lies far nearer (most of the pairs that
+/// `BENCH_SHOW_FIRST=1 poolprof-analyzer-bench impulsive dev --periods 3-8 --cycles
+/// 40,80,160,320` prints lie within a tenth of a cycle), while an unrelated period
+/// lies this near one of the (at most seven) folds checked with a chance of at most 7
+/// in the window's length in points (0.7% over 1,000 points).
 const FOLD_TOLERANCE_CYCLES: f64 = 0.25;
 
 /// The evenly spaced window the periods were found in.
@@ -85,25 +86,31 @@ fn folds_into(t: &Period, p: &Period, window: Window) -> bool {
     folded_harmonic_of(t, p, window) && !folded_harmonic_of(p, t, window) && !whole_ratio(t, p)
 }
 
-/// Whether the longer of `a` and `b` is within [`TOLERANCE`] of a whole multiple (2 or
-/// more) of the shorter.
+/// Whether the longer of `a` and `b` is a whole multiple of the shorter.
 fn whole_ratio(a: &Period, b: &Period) -> bool {
     let (short, long) = if a.period_seconds < b.period_seconds {
-        (a.period_seconds, b.period_seconds)
+        (a, b)
     } else {
-        (b.period_seconds, a.period_seconds)
+        (b, a)
     };
-    let k = (long / short).round();
-    k >= 2.0 && (long - k * short).abs() <= TOLERANCE * long
+    whole_multiple(short, long).is_some()
 }
 
 /// Whether `t` lies at a whole fraction (1/2 to 1/4) of `p` and repeats less than
 /// [`OCTAVE_HEIGHT`] as strongly.
 fn harmonic_of(t: &Period, p: &Period) -> bool {
-    let k = (p.period_seconds / t.period_seconds).round();
-    (2.0..=MAX_DIVISOR).contains(&k)
-        && (p.period_seconds - k * t.period_seconds).abs() <= TOLERANCE * p.period_seconds
+    whole_multiple(t, p).is_some_and(|k| k <= MAX_DIVISOR)
         && t.strength < OCTAVE_HEIGHT * p.strength
+}
+
+/// The whole number k (2 or more) such that `long` lies within [`TOLERANCE`] of k
+/// times `short`, if there is one.
+fn whole_multiple(short: &Period, long: &Period) -> Option<f64> {
+    let k = (long.period_seconds / short.period_seconds).round();
+    (k >= 2.0
+        && (long.period_seconds - k * short.period_seconds).abs()
+            <= TOLERANCE * long.period_seconds)
+        .then_some(k)
 }
 
 /// Whether `t`'s frequency lies at a harmonic of `p` (2nd to [`MAX_FOLDED_HARMONIC`]th)
@@ -145,6 +152,11 @@ mod tests {
 
     fn reported(periods: Vec<Period>) -> Vec<f64> {
         reported_in(periods, UNFOLDED)
+    }
+
+    /// `points` points a second apart.
+    fn seconds(points: usize) -> Window {
+        Window { step: 1.0, points }
     }
 
     fn reported_in(periods: Vec<Period>, window: Window) -> Vec<f64> {
@@ -231,10 +243,7 @@ mod tests {
     #[test]
     fn a_whole_multiple_or_fraction_is_no_fold() {
         // 6.5 steps is a weak half of 13, which is its sixth harmonic folded
-        let window = Window {
-            step: 1.0,
-            points: 2_080,
-        };
+        let window = seconds(2_080);
         let both = vec![period(13.0, 0.6), period(6.5, 0.3)];
         assert_eq!(reported_in(both, window), vec![13.0]);
         // 3 steps, a strong half of 6, is kept with it, though the fourth harmonic of 6
@@ -246,10 +255,7 @@ mod tests {
     #[test]
     fn two_periods_each_the_others_fold_are_both_kept() {
         // the fifth harmonic of 7 steps folds to 3.5 steps, the third of 3.5 to 7
-        let window = Window {
-            step: 1.0,
-            points: 700,
-        };
+        let window = seconds(700);
         let both = vec![period(3.5, 0.8), period(7.0, 0.8)];
         assert_eq!(reported_in(both, window), vec![3.5, 7.0]);
     }

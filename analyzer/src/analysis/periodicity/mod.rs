@@ -603,9 +603,12 @@ fn test_harmonic_sums(
     let shortest = config.shortest_period();
     let hill_at = |t: f64| {
         let half = (1.5 * t * t / n).max(1.5);
-        acf::confirm(spectra.acf(), t, half.min(0.5 * t), rule).filter(|h| h.is_own(t))?;
-        acf::confirm(spectra.acf(), t, half, rule)
-            .filter(|h| t >= shortest && h.lag >= shortest && h.lag <= max_lag)
+        let hill = acf::confirm(spectra.acf(), t, half, rule)
+            .filter(|h| t >= shortest && h.lag >= shortest && h.lag <= max_lag)?;
+        // the narrower window is searched only when the hill found is not the lag's own
+        let own = hill.is_own(t)
+            || acf::confirm(spectra.acf(), t, half.min(0.5 * t), rule).is_some_and(|h| h.is_own(t));
+        own.then_some(hill)
     };
     // Candidates up to a corrected p of 1 (a sum as extreme as the whole search yields
     // about once under noise); those not significant at `alpha` must show the stronger
