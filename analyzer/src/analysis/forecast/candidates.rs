@@ -52,6 +52,11 @@ pub trait Candidate: Send + Sync {
     fn holds_last(&self) -> bool {
         false
     }
+    /// Whether the forecast is one level, held: no season and no trend (naive, a
+    /// recent median, simple smoothing).
+    fn holds_a_level(&self) -> bool {
+        self.holds_last()
+    }
     /// Forecasts `h` steps after `y`.
     fn forecast(&self, y: &[f64], h: usize) -> Path;
     /// Forecasts `h` steps from each origin (a prefix length of `y`).
@@ -150,6 +155,9 @@ pub struct RecentMedian(pub usize, pub Arc<Regimes>);
 impl Candidate for RecentMedian {
     fn name(&self) -> String {
         format!("median({})", self.0)
+    }
+    fn holds_a_level(&self) -> bool {
+        true
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let y = self.1.current(y);
@@ -315,6 +323,9 @@ impl Candidate for Ets {
     }
     fn period(&self) -> Option<f64> {
         self.0.spec.season.map(|s| s.period())
+    }
+    fn holds_a_level(&self) -> bool {
+        self.0.spec.trend == Trend::None && self.0.spec.season.is_none()
     }
     fn forecast(&self, y: &[f64], h: usize) -> Path {
         let spec = self.0.spec;

@@ -3,7 +3,9 @@
 //! there, by ties: at origins where the series sat at its median (a count at 0), naive
 //! and the median forecast alike. Off the median (a count of 2 at the end), holding the
 //! last value for the whole horizon misses nearly every step; the median of the window,
-//! which naive tied with, is the constant that errs least.
+//! which naive tied with, is the constant that errs least. So it is where the choice
+//! holds any one level: a burst at the end opens a regime, and the median since that
+//! break is the burst's.
 
 use super::candidates::median;
 use crate::analysis::periodicity::acf;
