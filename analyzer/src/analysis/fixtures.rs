@@ -53,6 +53,28 @@ pub fn forecast_steps(y: &[f64], step: f64, h: usize) -> Forecast {
     forecast(&Series::from_values(y, step), &config).expect("forecast")
 }
 
+/// GPUs held by jobs: batches of 2-8 jobs submitted now and then (about one a 100
+/// steps), a job started a step, each holding 1, 2, 4 or 8 GPUs for about 150 steps.
+pub fn jobs_held(n: usize, seed: u64) -> Vec<f64> {
+    let mut e = Noise(seed);
+    let (mut running, mut queued) = (Vec::<(f64, f64)>::new(), 0);
+    (0..n)
+        .map(|_| {
+            if e.uniform() < 0.01 {
+                queued += 2 + (e.uniform() * 7.0) as usize;
+            }
+            if queued > 0 {
+                queued -= 1;
+                let gpus = [1.0, 2.0, 4.0, 8.0][(e.uniform() * 4.0) as usize];
+                running.push((gpus, -150.0 * e.uniform().ln()));
+            }
+            running.iter_mut().for_each(|job| job.1 -= 1.0);
+            running.retain(|job| job.1 > 0.0);
+            running.iter().map(|job| job.0).sum()
+        })
+        .collect()
+}
+
 /// Jobs started per step: 0 mostly, 1-3 at times, each step drawn anew.
 pub fn scattered_counts(n: usize, seed: u64) -> Vec<f64> {
     let mut e = Noise(seed);

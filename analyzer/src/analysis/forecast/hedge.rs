@@ -8,13 +8,16 @@
 //! with a sound one. It is used only on series that move in steps
 //! ([`moves_in_steps`]), where it would have done better on origins the choice was not
 //! made on ([`worth_it`]), so a model that validation trusts keeps its shape; never on
-//! a sawtooth, whose ramps are trends by their nature.
+//! a sawtooth, whose ramps are trends by their nature. Where the steps are jobs' and
+//! no season was detected, four validation blocks cannot tell luck from skill, and
+//! every choice but naive is hedged ([`unasked`]).
 
 use super::candidates::median;
 use super::candidates::Path;
 use super::resets::is_sawtooth;
 use super::validation::{self, Choice, Origins};
 use crate::analysis::periodicity::acf;
+use crate::analysis::runs;
 
 /// The current level is the median of the last horizon / `LEVEL_SHARE` values (at least
 /// [`MIN_LEVEL`]): an hour for a day ahead, past a single noisy count or a blip.
@@ -62,6 +65,27 @@ pub fn worth_it(y: &[f64], choice: &Choice, origins: &Origins, post: &dyn Fn(&mu
         }
     }
     hedged_mae(&choice.paths) <= choice.mae
+}
+
+/// Longest hold of a reading ([`runs::hold`]) on a series whose steps are jobs': NVML's
+/// per-process utilization, read every 5 or 10 s and scraped every second, also moves
+/// in steps, and its runs are the reading's.
+pub const MAX_JOB_HOLD: usize = 2;
+
+/// Whether to hedge a choice without asking validation: `y` moves in steps that jobs
+/// make (not a held reading's, not a sawtooth's), no season was detected
+/// (`season_detected`), and the choice is not naive alone (`naive`), which the hedge
+/// would pull off the level it holds. On the tenants set's development seeds, where
+/// [`worth_it`] had refused the hedge (on the luck of four blocks) the choices erred
+/// more than hedged; with a season the choice keeps its shape, which a cycle of
+/// jobs (the H100 recordings' per-process SM) needs
+/// (`docs/validation/analyzer/forecast-eval-session46.md`).
+pub fn unasked(y: &[f64], season_detected: bool, naive: bool) -> bool {
+    !season_detected
+        && !naive
+        && moves_in_steps(y)
+        && !is_sawtooth(y)
+        && runs::hold(y) <= MAX_JOB_HOLD
 }
 
 /// Share of unchanged steps from which a series moves in steps.
@@ -231,6 +255,24 @@ mod tests {
         (0..600)
             .map(|t| [30.0, 31.0, 32.0, 31.0][(t / 10) % 4])
             .collect()
+    }
+
+    #[test]
+    fn the_steps_of_jobs_are_hedged_unasked_and_held_readings_are_not() {
+        use crate::analysis::fixtures::{jobs_held, Noise};
+        for seed in 1..=5 {
+            let y = jobs_held(2016, seed);
+            assert!(unasked(&y, false, false), "seed {seed}");
+            assert!(!unasked(&y, true, false), "seed {seed}: a season detected");
+            assert!(!unasked(&y, false, true), "seed {seed}: naive");
+            // read every 10 steps and held: the runs are the reading's
+            let read: Vec<f64> = (0..y.len()).map(|t| y[t / 10 * 10]).collect();
+            assert!(!unasked(&read, false, false), "seed {seed}: held readings");
+            // a reading that moves every step
+            let mut e = Noise(seed);
+            let noisy: Vec<f64> = y.iter().map(|v| v + e.normal()).collect();
+            assert!(!unasked(&noisy, false, false), "seed {seed}: continuous");
+        }
     }
 
     #[test]
