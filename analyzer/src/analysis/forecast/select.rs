@@ -175,13 +175,14 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         ),
     };
     let choice = validation::choose(y, observed, &all, &origins, &post);
-    let naive = matches!(choice.members[..], [i] if all[i].holds_last());
+    let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
+    let naive = matches!(members[..], [one] if one.holds_last());
     let hedged = !pinned
         && (hedge::unasked(y, dominant.is_some(), naive)
             || hedge::worth_it(y, &choice, &origins, &post));
-    let members: Vec<&dyn Candidate> = choice.members.iter().map(|&i| all[i].as_ref()).collect();
     // The choice's forecast of `s` steps after a prefix `p` of `y`: the mean of its
-    // members, each within the bounds, hedged where validation said so.
+    // members, each within the bounds, hedged where the steps are jobs' or validation
+    // said so.
     let forecast_choice = |p: &[f64], s: usize| {
         let paths: Vec<Path> = members
             .iter()
@@ -583,11 +584,13 @@ mod tests {
             let (history, future) = y.split_at(2016);
             let f = forecast_steps(history, 300.0, 288);
             let median = candidates::median(history.to_vec());
-            let mae = |p: &mut dyn Iterator<Item = f64>| -> f64 {
-                p.zip(future).map(|(p, a)| (p - a).abs()).sum::<f64>()
-            };
-            total += mae(&mut f.point.iter().copied());
-            by_median += mae(&mut std::iter::repeat(median));
+            total += f
+                .point
+                .iter()
+                .zip(future)
+                .map(|(p, a)| (p - a).abs())
+                .sum::<f64>();
+            by_median += future.iter().map(|a| (median - a).abs()).sum::<f64>();
         }
         assert!(
             total <= 1.02 * by_median,
