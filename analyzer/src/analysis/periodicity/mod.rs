@@ -629,7 +629,7 @@ fn test_harmonic_sums(
         // of 3.38 steps: 0.76 of its height at lag 3, 0.90 at 7). Longer sums are a
         // pulse train's, whose fundamental at low SNR may stand as low.
         let half = n / c.k / 2.0;
-        let (t, hill, halved) = (c.harmonics == 2 && w.ratio_near(c.k) < FUNDAMENTAL_LEVEL)
+        let (t, hill, halved) = (c.harmonics == 2 && w.ratio_near(c.k) < HARMONIC_LEVEL)
             .then(|| hill_at(half))
             .flatten()
             .map_or((n / c.k, hill, 1.0), |h| (half, h, 2.0));
@@ -696,10 +696,10 @@ fn test_pulses_in_time(
     });
 }
 
-/// Least whitened ordinate at a harmonic sum's fundamental for the fundamental to be
-/// a cycle's own: three backgrounds, as for the harmonics a period is refined on
-/// ([`harmonic_count`]).
-const FUNDAMENTAL_LEVEL: f64 = 3.0;
+/// Least whitened ordinate (three backgrounds) of a harmonic a period is refined on
+/// ([`harmonic_count`]), and of a harmonic sum's fundamental for it to be a cycle's
+/// own.
+const HARMONIC_LEVEL: f64 = 3.0;
 
 /// Largest corrected p-value of a harmonic-sum candidate that may still be confirmed,
 /// by [`acf::repeats`], when it is not significant at the configured level. Short
@@ -721,13 +721,10 @@ pub const REPEAT_Z: f64 = 2.5;
 const FEW_CYCLES: f64 = 12.0;
 
 /// Harmonics of a fundamental at `k` cycles worth refining on: the highest j ≤ 8 whose
-/// whitened ordinate near j·k stands 3 backgrounds high (1 when none does).
+/// whitened ordinate near j·k stands [`HARMONIC_LEVEL`] high (1 when none does).
 fn harmonic_count(w: &Whitened, k: f64) -> usize {
     (2..=8usize)
-        .filter(|&j| {
-            let i = (j as f64 * k).round() as usize;
-            i >= w.k_min && i <= w.k_max() && w.ratio[i - w.k_min] >= 3.0
-        })
+        .filter(|&j| w.ratio_at((j as f64 * k).round() as usize) >= HARMONIC_LEVEL)
         .max()
         .unwrap_or(1)
 }

@@ -243,13 +243,19 @@ fn local_log_level(
 }
 
 impl Whitened {
+    /// The whitened ordinate at Fourier index `i` (0 outside the tested band).
+    pub fn ratio_at(&self, i: usize) -> f64 {
+        i.checked_sub(self.k_min)
+            .and_then(|j| self.ratio.get(j))
+            .copied()
+            .unwrap_or(0.0)
+    }
+
     /// The higher whitened ordinate of the two Fourier indices either side of `k`
     /// cycles (0 outside the tested band).
     pub fn ratio_near(&self, k: f64) -> f64 {
-        [k.floor(), k.ceil()]
-            .iter()
-            .filter_map(|&i| self.ratio.get((i as usize).checked_sub(self.k_min)?))
-            .fold(0.0, |a, &b| a.max(b))
+        self.ratio_at(k.floor() as usize)
+            .max(self.ratio_at(k.ceil() as usize))
     }
 
     /// Local maxima of the whitened ordinates, strongest first.
