@@ -1,12 +1,13 @@
 //! A series that ends in one of its usual pauses: an outage at its floor like several
-//! it came back from before. Every model fed the pause's last steps takes them for the
-//! level (a smoothed level, a line, a mean of candidates drops toward the floor), yet
-//! the series will most likely come back as it did each time. The forecast is the one
-//! made from before the pause, with the floor kept only while the pause more likely
-//! than not goes on, by how long the earlier pauses lasted.
+//! it came back from before, each time where it left off. Every model fed the pause's
+//! last steps takes them for the level (a smoothed level, a line, a mean of candidates
+//! drops toward the floor), yet the series will most likely come back as it did each
+//! time. The forecast is the one made from before the pause, with the floor kept only
+//! while the pause more likely than not goes on, by how long the earlier pauses lasted.
 
 use std::ops::Range;
 
+use super::candidates::median;
 use super::pinned::{chance_run_of_readings, sat_a_cycle_ago, trailing_run, SAME, SHORTEST_RUN};
 use crate::analysis::runs::runs;
 
@@ -31,7 +32,7 @@ pub struct Pause {
 impl Pause {
     /// The pause `y` ends in: a run at its lowest value that chance would not make (in
     /// readings: [`chance_run_of_readings`]), where the earlier such runs are a record
-    /// ([`on_record`]) and [`MIN_LONGER`] of them lasted at least as long as this one
+    /// of outages the series resumed from where it left off ([`resumed_on_record`]) and [`MIN_LONGER`] of them lasted at least as long as this one
     /// so far, and not at a phase of `seasons` (in steps) that sat on it a cycle ago (a
     /// nightly idle is the season's, which the models forecast).
     pub fn of(y: &[f64], seasons: &[f64]) -> Option<Pause> {
@@ -55,7 +56,7 @@ impl Pause {
             .map(|r| r.len())
             .filter(|&l| l >= run)
             .collect();
-        (on_record(before, &stops) && longer.len() >= MIN_LONGER).then_some(Pause {
+        (resumed_on_record(before, &stops) && longer.len() >= MIN_LONGER).then_some(Pause {
             run,
             value,
             longer,
@@ -92,6 +93,29 @@ pub fn came_back(y: &[f64], stop: &Range<usize>) -> bool {
 /// them come back from.
 pub fn on_record(y: &[f64], stops: &[Range<usize>]) -> bool {
     let back = stops.iter().filter(|r| came_back(y, r)).count();
+    stops.len() >= MIN_PAUSES && 2 * back > stops.len()
+}
+
+/// Values either side of a stop whose median is the level it left or resumed at.
+const SIDE: usize = 3;
+
+/// Whether `y` resumed from `stop` where it left off: the median of the [`SIDE`]
+/// values after it within half the drop of the median of those before, give or take
+/// twice the series' typical step (`step`, the median absolute change). An outage takes
+/// a service down and back to its level; a cluster of GPUs that idles after its last
+/// small job comes back at whatever level the next jobs hold (from 4% to 100%), which
+/// [`came_back`] counts as a return too.
+pub fn resumed(y: &[f64], stop: &Range<usize>, step: f64) -> bool {
+    let left = median(y[stop.start.saturating_sub(SIDE)..stop.start].to_vec());
+    let back = median(y[stop.end..(stop.end + SIDE).min(y.len())].to_vec());
+    (back - left).abs() <= 0.5 * (left - y[stop.start]).abs() + 2.0 * step
+}
+
+/// Whether `stops` (of `y`) are a record of outages the series resumed from: at least
+/// [`MIN_PAUSES`], most of them [`resumed`].
+fn resumed_on_record(y: &[f64], stops: &[Range<usize>]) -> bool {
+    let step = median(y.windows(2).map(|w| (w[1] - w[0]).abs()).collect());
+    let back = stops.iter().filter(|r| resumed(y, r, step)).count();
     stops.len() >= MIN_PAUSES && 2 * back > stops.len()
 }
 
@@ -157,6 +181,51 @@ mod tests {
             Pause::of(&outages(&[10, 20, 12, 30, 25], 50, 2), &[]).is_none(),
             "chance"
         );
+    }
+
+    /// A share of GPUs held: busy (jobs coming and going at `busy`), down to one small
+    /// job, idle at 0 for each of `idles`, and back after each at the next busy level,
+    /// or (`resume`) first at the small job's level, where it left off; then busy at 50,
+    /// the small job and 15 steps idle.
+    fn cluster(idles: &[(f64, usize)], resume: bool) -> Vec<f64> {
+        let mut y = Vec::new();
+        let job = |t: usize| 4.2 * ((t * 7919) % 3) as f64;
+        for &(busy, idle) in idles.iter().chain(&[(50.0, 15)]) {
+            if resume && !y.is_empty() {
+                y.extend([4.2; 10]);
+            }
+            let start = y.len();
+            y.extend((start..start + 60).map(|t| busy - job(t)));
+            y.extend([4.2; 10]);
+            y.extend(std::iter::repeat_n(0.0, idle));
+        }
+        y
+    }
+
+    #[test]
+    fn a_cluster_idle_after_its_last_job_is_no_pause() {
+        // each idle came back nearer the small job's level than 0 (so `came_back`), none
+        // where it left off: forecast as a pause, the series would come back at the
+        // busy level before the last idle
+        let idles = [
+            (100.0, 30),
+            (66.7, 25),
+            (100.0, 40),
+            (33.3, 20),
+            (100.0, 35),
+        ];
+        let y = cluster(&idles, false);
+        let before = &y[..y.len() - 15];
+        let stops = stops_at(before, 0.0, chance_run_of_readings(before));
+        assert_eq!(stops.len(), 5);
+        assert!(
+            on_record(before, &stops),
+            "every idle came back in that sense"
+        );
+        assert!(Pause::of(&y, &[]).is_none());
+        // idles that ended where they began are an outage's record
+        let pause = Pause::of(&cluster(&idles, true), &[]).expect("a pause");
+        assert_eq!((pause.run, pause.value), (15, 0.0));
     }
 
     #[test]
