@@ -32,9 +32,10 @@ pub struct Pause {
 impl Pause {
     /// The pause `y` ends in: a run at its lowest value that chance would not make (in
     /// readings: [`chance_run_of_readings`]), where the earlier such runs are a record
-    /// of outages the series resumed from where it left off ([`resumed_on_record`]) and [`MIN_LONGER`] of them lasted at least as long as this one
-    /// so far, and not at a phase of `seasons` (in steps) that sat on it a cycle ago (a
-    /// nightly idle is the season's, which the models forecast).
+    /// of outages the series resumed from where it left off ([`resumed_on_record`])
+    /// and [`MIN_LONGER`] of them lasted at least as long as this one so far, and not
+    /// at a phase of `seasons` (in steps) that sat on it a cycle ago (a nightly idle is
+    /// the season's, which the models forecast).
     pub fn of(y: &[f64], seasons: &[f64]) -> Option<Pause> {
         let run = trailing_run(y);
         if run < SHORTEST_RUN {
@@ -105,7 +106,7 @@ const SIDE: usize = 3;
 /// a service down and back to its level; a cluster of GPUs that idles after its last
 /// small job comes back at whatever level the next jobs hold (from 4% to 100%), which
 /// [`came_back`] counts as a return too.
-pub fn resumed(y: &[f64], stop: &Range<usize>, step: f64) -> bool {
+fn resumed(y: &[f64], stop: &Range<usize>, step: f64) -> bool {
     let left = median(y[stop.start.saturating_sub(SIDE)..stop.start].to_vec());
     let back = median(y[stop.end..(stop.end + SIDE).min(y.len())].to_vec());
     (back - left).abs() <= 0.5 * (left - y[stop.start]).abs() + 2.0 * step
