@@ -83,18 +83,20 @@ pub fn stops_at(y: &[f64], value: f64, shortest: usize) -> Vec<Range<usize>> {
 }
 
 /// Whether `y` came back from `stop` (a run of one value with a value on either side)
-/// nearer the value before it than the stop's: an outage the series resumed from, not a
-/// sawtooth's reset to its floor or a job back at another level.
+/// nearer the value before it than the stop's: not a sawtooth's reset to its floor. A
+/// return far above a low value before the stop counts too (a cluster back at 100%
+/// after an idle that followed one small job); [`resumed`] asks for more.
 pub fn came_back(y: &[f64], stop: &Range<usize>) -> bool {
     let (left, back, held) = (y[stop.start - 1], y[stop.end], y[stop.start]);
     (back - left).abs() < (back - held).abs()
 }
 
 /// Whether `stops` (of `y`) are a record of outages: at least [`MIN_PAUSES`], most of
-/// them come back from.
+/// them come back from ([`came_back`]). The break detector's test (`breaks.rs`): with
+/// [`resumed`] there instead, the tenants set came out level (session 47,
+/// `docs/validation/analyzer/forecast-eval-session47.md`, section 5).
 pub fn on_record(y: &[f64], stops: &[Range<usize>]) -> bool {
-    let back = stops.iter().filter(|r| came_back(y, r)).count();
-    stops.len() >= MIN_PAUSES && 2 * back > stops.len()
+    most_of(stops, |r| came_back(y, r))
 }
 
 /// Values either side of a stop whose median is the level it left or resumed at.
@@ -115,8 +117,16 @@ fn resumed(y: &[f64], stop: &Range<usize>, step: f64) -> bool {
 /// Whether `stops` (of `y`) are a record of outages the series resumed from: at least
 /// [`MIN_PAUSES`], most of them [`resumed`].
 fn resumed_on_record(y: &[f64], stops: &[Range<usize>]) -> bool {
+    if stops.len() < MIN_PAUSES {
+        return false;
+    }
     let step = median(y.windows(2).map(|w| (w[1] - w[0]).abs()).collect());
-    let back = stops.iter().filter(|r| resumed(y, r, step)).count();
+    most_of(stops, |r| resumed(y, r, step))
+}
+
+/// Whether `stops` number at least [`MIN_PAUSES`] and most of them pass `returned`.
+fn most_of(stops: &[Range<usize>], returned: impl Fn(&Range<usize>) -> bool) -> bool {
+    let back = stops.iter().filter(|r| returned(r)).count();
     stops.len() >= MIN_PAUSES && 2 * back > stops.len()
 }
 
