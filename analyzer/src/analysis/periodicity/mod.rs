@@ -9,8 +9,10 @@
 //! ([`harmonics`]), which finds narrow pulses, and when that fails too, look for a
 //! regular train of events ([`events`]), which finds pulses one step wide (its period
 //! is the comb fitted to them), and then for a comb over the values of a short series
-//! ([`comb`]), which finds pulses too weak to be events; refine the other periods on
-//! the periodogram ([`refine`]). `docs/analysis.md` explains the choices.
+//! ([`comb`]), which finds pulses too weak to be events, and last for a cycle fitted
+//! by least squares in time ([`regression`]), which finds a few cycles of a few steps;
+//! refine the other periods on the periodogram ([`refine`]). `docs/analysis.md`
+//! explains the choices.
 
 pub mod acf;
 pub mod comb;
@@ -23,6 +25,7 @@ mod impulsive_tests;
 pub mod multiple;
 pub mod prepare;
 pub mod refine;
+pub mod regression;
 pub mod significance;
 pub mod spectrum;
 pub mod tentative;
@@ -101,6 +104,9 @@ pub struct PeriodConfig {
     pub min_prominence: f64,
     /// Shortest period considered, in steps (at least 2.5: shorter is at Nyquist).
     pub min_period_steps: f64,
+    /// Whether a short series may show its cycle by a fit in time ([`regression`]);
+    /// off for held readings, whose steps are not independent as its F-test assumes.
+    pub fit_in_time: bool,
 }
 
 impl Default for PeriodConfig {
@@ -116,6 +122,7 @@ impl Default for PeriodConfig {
             min_strength: 0.1,
             min_prominence: 0.1,
             min_period_steps: 2.5,
+            fit_in_time: true,
         }
     }
 }
@@ -339,6 +346,7 @@ fn held_readings(hold: usize, config: &PeriodConfig) -> Option<PeriodConfig> {
     let shortest = HELD_READINGS * hold as f64;
     (shortest > config.shortest_period()).then(|| PeriodConfig {
         min_period_steps: shortest,
+        fit_in_time: false,
         ..config.clone()
     })
 }
@@ -463,6 +471,9 @@ fn detect_whole_once(
     }
     if found.periods.is_empty() {
         test_pulses_in_time(&unclipped, &spectra, step, config, &mut found);
+    }
+    if found.periods.is_empty() && config.fit_in_time {
+        test_fitted_cycles(&x, &spectra, step, config, &mut found);
     }
     finish(found)
 }
@@ -684,16 +695,41 @@ fn test_pulses_in_time(
     else {
         return;
     };
-    // the period falls between two lags: its strength is the higher of their two
-    let acf = spectra.acf();
-    let at = |lag: f64| acf.get(lag as usize).copied().unwrap_or(0.0);
-    let strength = at(period.floor()).max(at(period.ceil()));
     found.periods.push(Period {
         period_seconds: period * step,
-        strength: strength.clamp(0.0, 1.0),
+        strength: strength_between_lags(spectra, period),
         confidence: 1.0 - p,
         last_peak_seconds: None,
     });
+}
+
+/// When nothing else made a period: the cycle that a fit in time explains beyond
+/// chance ([`regression`]), in the conditioned series `x` (clipped: one outlier would
+/// pull a least-squares fit): a cycle of a few steps over a few dozen values.
+fn test_fitted_cycles(
+    x: &[f64],
+    spectra: &Spectra,
+    step: f64,
+    config: &PeriodConfig,
+    found: &mut Found,
+) {
+    let max_period = x.len() as f64 / config.min_cycles.max(1.0);
+    let Some(fit) = regression::find(x, config.shortest_period(), max_period) else {
+        return;
+    };
+    found.periods.push(Period {
+        period_seconds: fit.period * step,
+        strength: strength_between_lags(spectra, fit.period),
+        confidence: 1.0 - fit.p,
+        last_peak_seconds: None,
+    });
+}
+
+/// The autocorrelation at a period that falls between two lags: the higher of the two.
+fn strength_between_lags(spectra: &Spectra, period: f64) -> f64 {
+    let acf = spectra.acf();
+    let at = |lag: f64| acf.get(lag as usize).copied().unwrap_or(0.0);
+    at(period.floor()).max(at(period.ceil())).clamp(0.0, 1.0)
 }
 
 /// Least whitened ordinate (three backgrounds) of a harmonic a period is refined on
