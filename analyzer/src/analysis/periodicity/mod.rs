@@ -470,7 +470,7 @@ fn detect_whole_once(
         test_harmonic_sums(&x, &spectra, &whitened, step, config, &mut found);
     }
     if found.periods.is_empty() {
-        test_pulses_in_time(&unclipped, &spectra, step, config, &mut found);
+        test_pulses_in_time(&unclipped, &x, &spectra, step, config, &mut found);
     }
     if found.periods.is_empty() && config.fit_in_time {
         test_fitted_cycles(&x, &spectra, step, config, &mut found);
@@ -679,9 +679,11 @@ fn test_harmonic_sums(
 
 /// When neither a peak nor a harmonic sum made a period: a regular train of events
 /// ([`events`]), else a comb of weak pulses ([`comb`]), in the detrended series `y`
-/// (not clipped): the period of short pulses a few cycles long.
+/// (not clipped): the period of short pulses a few cycles long; a comb's is refined by
+/// a fit in time to the conditioned series `x` ([`regression::refined`]).
 fn test_pulses_in_time(
     y: &[f64],
+    x: &[f64],
     spectra: &Spectra,
     step: f64,
     config: &PeriodConfig,
@@ -691,7 +693,10 @@ fn test_pulses_in_time(
     let max_period = y.len() as f64 / config.min_cycles.max(1.0);
     let Some((period, p)) = events::find(y, min_period, max_period)
         .map(|train| (train.period, train.p_value()))
-        .or_else(|| comb::find(y, min_period, max_period).map(|c| (c.period, c.p_value())))
+        .or_else(|| {
+            comb::find(y, min_period, max_period)
+                .map(|c| (regression::refined(x, c.period), c.p_value()))
+        })
     else {
         return;
     };

@@ -79,6 +79,29 @@ pub fn find(y: &[f64], min_period: f64, max_period: f64) -> Option<Fit> {
     })
 }
 
+/// `period` (in steps) of a comb of pulses in `y` ([`super::comb`]), refined: the
+/// best fitted period within [`REFINED_WITHIN`] of it, in a series short enough to
+/// search. The comb's trial periods are a grid; a train of events is a least-squares
+/// fit already, finer for pulses a step wide than two harmonics (refined, dips of
+/// 15.7 and 20.2 steps at 6 cycles moved 2-3% off).
+pub fn refined(y: &[f64], period: f64) -> f64 {
+    if !(MIN_VALUES..=MAX_VALUES).contains(&y.len()) {
+        return period;
+    }
+    let (shortest, longest) = (
+        period * (1.0 - REFINED_WITHIN),
+        period * (1.0 + REFINED_WITHIN),
+    );
+    match best_period(&mut Fitter::new(y.len()), y, shortest, longest) {
+        (fitted, p) if p < 1.0 => fitted,
+        _ => period,
+    }
+}
+
+/// How far (relative) [`refined`] looks: a comb's trial periods are half a step apart
+/// at its last tooth, 3% of a cycle of 3.3 steps over six.
+const REFINED_WITHIN: f64 = 0.03;
+
 /// How much of each value's predecessor to take out before the fit is judged again:
 /// the lag-1 autocorrelation of what the fit leaves, and of the series itself (what
 /// the fit leaves of a wandering series can be whiter than the series, its slow swings
@@ -92,7 +115,8 @@ fn wandering(fitter: &mut Fitter, y: &[f64], period: f64) -> [f64; 2] {
 }
 
 /// The trial period in `shortest..=longest` with the smallest p-value whose
-/// fundamental carries its share ([`FUNDAMENTAL_SHARE`]), and that p-value: a scan
+/// fundamental carries its share ([`FUNDAMENTAL_SHARE`]), and that p-value (1 when
+/// no trial does): a scan
 /// [`STEPS_PER_LOBE`] trials per peak, then the step halved [`HALVINGS`] times around
 /// the best.
 fn best_period(fitter: &mut Fitter, y: &[f64], shortest: f64, longest: f64) -> (f64, f64) {
@@ -353,6 +377,30 @@ mod tests {
                 .collect();
             assert!(fitted.len() <= 1, "{name}: cycles fitted {fitted:?}");
         }
+    }
+
+    /// A comb's period is a point of its grid, up to 3% off for a few cycles of a few
+    /// steps; the fit takes it within 1% of the cycle's where two harmonics describe
+    /// the cycle (a sine; sharper shapes sampled over a few cycles fit a range of
+    /// periods: a sawtooth of 4.81 steps in 29 values, noise-free, fits best at 5.0).
+    #[test]
+    fn a_combs_period_is_refined_to_the_fitted_cycle() {
+        for (period, seed) in [(3.37, 8), (4.81, 9), (6.9, 10)] {
+            let y = noisy_sine(period, 6.0, seed, 0.2);
+            for off in [0.975, 1.025] {
+                let got = refined(&y, off * period);
+                assert!(
+                    (got / period - 1.0).abs() < 0.01,
+                    "{period} from {off}: {got}"
+                );
+            }
+        }
+        assert_eq!(
+            refined(&[0.0; 30], 4.0),
+            4.0,
+            "nothing fits: left as it was"
+        );
+        assert_eq!(refined(&vec![1.0; 300], 4.0), 4.0, "too long to search");
     }
 
     #[test]
