@@ -122,9 +122,8 @@ fn wandering(fitter: &mut Fitter, y: &[f64], period: f64) -> [f64; 2] {
 
 /// The trial period in `shortest..=longest` with the smallest p-value whose
 /// fundamental carries its share ([`FUNDAMENTAL_SHARE`]), and that p-value (1 when
-/// no trial does): a scan
-/// [`STEPS_PER_LOBE`] trials per peak, then the step halved [`HALVINGS`] times around
-/// the best.
+/// no trial does): a scan of [`STEPS_PER_LOBE`] trials per peak, then the step halved
+/// [`HALVINGS`] times around the best.
 fn best_period(fitter: &mut Fitter, y: &[f64], shortest: f64, longest: f64) -> (f64, f64) {
     let n = y.len() as f64;
     let mut best = (shortest, 1.0);
