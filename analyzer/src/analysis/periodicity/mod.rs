@@ -470,10 +470,7 @@ fn detect_whole_once(
         test_harmonic_sums(&x, &spectra, &whitened, step, config, &mut found);
     }
     if found.periods.is_empty() {
-        test_pulses_in_time(&unclipped, &x, &spectra, step, config, &mut found);
-    }
-    if found.periods.is_empty() && config.fit_in_time {
-        test_fitted_cycles(&x, &spectra, step, config, &mut found);
+        test_in_time(&unclipped, &x, &spectra, step, config, &mut found);
     }
     finish(found)
 }
@@ -677,11 +674,14 @@ fn test_harmonic_sums(
     }
 }
 
-/// When neither a peak nor a harmonic sum made a period: a regular train of events
-/// ([`events`]), else a comb of weak pulses ([`comb`]), in the detrended series `y`
-/// (not clipped): the period of short pulses a few cycles long; a comb's is refined by
-/// a fit in time to the conditioned series `x` ([`regression::refined`]).
-fn test_pulses_in_time(
+/// When neither a peak nor a harmonic sum made a period, tests in the time domain: a
+/// regular train of events ([`events`]), else a comb of weak pulses ([`comb`]), in the
+/// detrended series `y` (not clipped): the period of short pulses a few cycles long; a
+/// comb's is refined by a fit in time to the conditioned series `x`
+/// ([`regression::refined`]). Else, where `config` allows it, the cycle that such a
+/// fit explains beyond chance ([`regression::find`], on `x`: one outlier would pull a
+/// least-squares fit): a cycle of a few steps over a few dozen values.
+fn test_in_time(
     y: &[f64],
     x: &[f64],
     spectra: &Spectra,
@@ -697,44 +697,25 @@ fn test_pulses_in_time(
             comb::find(y, min_period, max_period)
                 .map(|c| (regression::refined(x, c.period), c.p_value()))
         })
+        .or_else(|| {
+            config
+                .fit_in_time
+                .then(|| regression::find(x, min_period, max_period))
+                .flatten()
+                .map(|fit| (fit.period, fit.p))
+        })
     else {
         return;
     };
+    // the period falls between two lags: its strength is the higher of their two
+    let acf = spectra.acf();
+    let at = |lag: f64| acf.get(lag as usize).copied().unwrap_or(0.0);
     found.periods.push(Period {
         period_seconds: period * step,
-        strength: strength_between_lags(spectra, period),
+        strength: at(period.floor()).max(at(period.ceil())).clamp(0.0, 1.0),
         confidence: 1.0 - p,
         last_peak_seconds: None,
     });
-}
-
-/// When nothing else made a period: the cycle that a fit in time explains beyond
-/// chance ([`regression`]), in the conditioned series `x` (clipped: one outlier would
-/// pull a least-squares fit): a cycle of a few steps over a few dozen values.
-fn test_fitted_cycles(
-    x: &[f64],
-    spectra: &Spectra,
-    step: f64,
-    config: &PeriodConfig,
-    found: &mut Found,
-) {
-    let max_period = x.len() as f64 / config.min_cycles.max(1.0);
-    let Some(fit) = regression::find(x, config.shortest_period(), max_period) else {
-        return;
-    };
-    found.periods.push(Period {
-        period_seconds: fit.period * step,
-        strength: strength_between_lags(spectra, fit.period),
-        confidence: 1.0 - fit.p,
-        last_peak_seconds: None,
-    });
-}
-
-/// The autocorrelation at a period that falls between two lags: the higher of the two.
-fn strength_between_lags(spectra: &Spectra, period: f64) -> f64 {
-    let acf = spectra.acf();
-    let at = |lag: f64| acf.get(lag as usize).copied().unwrap_or(0.0);
-    at(period.floor()).max(at(period.ceil())).clamp(0.0, 1.0)
 }
 
 /// Least whitened ordinate (three backgrounds) of a harmonic a period is refined on

@@ -20,7 +20,7 @@ use statrs::distribution::{ContinuousCDF, FisherSnedecor};
 
 /// Longest series searched: the scan costs about 3n trial periods of a six-column fit
 /// each (n² work); past 256 values the cycles are long enough for the spectrum.
-pub const MAX_VALUES: usize = 256;
+const MAX_VALUES: usize = 256;
 
 /// Fewest values searched: below, a fit of six columns has too few degrees of freedom
 /// left to judge it.
@@ -37,7 +37,7 @@ const MIN_CYCLES: f64 = 6.0;
 const FUNDAMENTAL_SHARE: f64 = 0.25;
 
 /// Largest corrected p-value of a reported fit.
-pub const FIT_P: f64 = 1e-3;
+const FIT_P: f64 = 1e-3;
 
 /// Trial periods advance by period / (STEPS_PER_LOBE · n): a fit's peak is about
 /// period / n wide (relative), so eight trials per peak.
@@ -175,7 +175,9 @@ struct Score {
 
 /// Least squares by modified Gram–Schmidt on buffers reused across trial periods.
 struct Fitter {
+    /// The fit's columns, orthonormalized (a dependent one emptied).
     columns: Vec<Vec<f64>>,
+    /// The values fitted (whitened like the columns).
     work: Vec<f64>,
 }
 
@@ -190,9 +192,8 @@ impl Fitter {
     /// The fit of the cycle of `period` steps to `y` less `phi` times its previous
     /// value (the columns likewise).
     fn score(&mut self, y: &[f64], period: f64, phi: f64) -> Score {
-        self.fill(y.len(), period, phi);
-        orthonormalize(&mut self.columns);
-        let target = whitened(y, phi, &mut self.work);
+        self.fit(y, period, phi);
+        let target = &self.work;
         // Gram–Schmidt keeps the order: the line, then the fundamental, then the second
         // harmonic, each what the earlier columns leave.
         let mut shares = [0.0; 3];
@@ -221,18 +222,27 @@ impl Fitter {
 
     /// The lag-1 autocorrelation of what the fit at `period` leaves of `y`.
     fn residual_lag1(&mut self, y: &[f64], period: f64) -> f64 {
-        self.fill(y.len(), period, 0.0);
-        let mut rest = y.to_vec();
-        orthonormalize(&mut self.columns);
+        self.fit(y, period, 0.0);
+        let rest = &mut self.work;
         for q in self.columns.iter().filter(|q| !q.is_empty()) {
-            let c = dot(q, &rest);
+            let c = dot(q, rest);
             rest.iter_mut().zip(q).for_each(|(r, v)| *r -= c * v);
         }
-        let var = dot(&rest, &rest);
+        let var = dot(rest, rest);
         if var <= 0.0 {
             return 0.0;
         }
         dot(&rest[1..], &rest[..rest.len() - 1]) / var
+    }
+
+    /// The columns at `period` orthonormalized and `y` in `work`, both less `phi`
+    /// times their previous row.
+    fn fit(&mut self, y: &[f64], period: f64, phi: f64) {
+        self.fill(y.len(), period, phi);
+        orthonormalize(&mut self.columns);
+        self.work.clear();
+        self.work.extend_from_slice(y);
+        less_previous(&mut self.work, phi);
     }
 
     /// The columns at `period`, less `phi` times their previous row.
@@ -252,26 +262,20 @@ impl Fitter {
                     _ => (2.0 * w * t).sin(),
                 };
             }
-            if phi != 0.0 {
-                for i in (1..n).rev() {
-                    column[i] -= phi * column[i - 1];
-                }
-                column.remove(0);
-            }
+            less_previous(column, phi);
         }
     }
 }
 
-/// `y` less `phi` times its previous value, in `buf` (one row shorter when `phi` is
-/// not 0).
-fn whitened<'a>(y: &[f64], phi: f64, buf: &'a mut Vec<f64>) -> &'a [f64] {
-    buf.clear();
-    if phi == 0.0 {
-        buf.extend_from_slice(y);
-    } else {
-        buf.extend(y.windows(2).map(|w| w[1] - phi * w[0]));
+/// `v` less `phi` times its previous value, in place: one row shorter unless `phi` is
+/// 0 (the first row has no previous one).
+fn less_previous(v: &mut Vec<f64>, phi: f64) {
+    if phi != 0.0 {
+        for i in (1..v.len()).rev() {
+            v[i] -= phi * v[i - 1];
+        }
+        v.remove(0);
     }
-    buf
 }
 
 /// Modified Gram–Schmidt in place: each column made orthogonal to the earlier ones and
