@@ -12,6 +12,9 @@ pub const ON_LATTICE: f64 = 1e-3;
 /// memory in bytes) is a continuous reading for any forecast.
 pub const MAX_LEVELS: f64 = 1000.0;
 
+/// Magnitude up to which every whole number is an f64 (2^53).
+const EXACT_INTEGERS: f64 = 9_007_199_254_740_992.0;
+
 /// The values a series takes: `origin` plus whole multiples of `step`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Lattice {
@@ -86,8 +89,14 @@ impl Lattice {
         at + self.slack(at)
     }
 
-    /// Far more than the rounding error of a value near `v`, far less than a step.
+    /// Far more than the rounding error of a value near `v`, far less than a step; none
+    /// on a lattice of whole numbers, whose values are exact (a count's band ends at 0,
+    /// not at -1e-9).
     fn slack(&self, v: f64) -> f64 {
+        let whole = self.origin.fract() == 0.0 && self.step.fract() == 0.0;
+        if whole && v.abs() <= EXACT_INTEGERS {
+            return 0.0;
+        }
         (self.step * 1e-9).max(v.abs() * 1e-12)
     }
 }
@@ -142,5 +151,19 @@ mod tests {
         // 0.03 as read lies inside a band that ends on it, though 3 × 0.01 is not 0.03
         let (lo, hi) = (lattice.below(0.03), lattice.above(0.03));
         assert!(lo <= 0.03 && 0.03 <= hi && hi - lo < 1e-9, "{lo} {hi}");
+    }
+
+    #[test]
+    fn bands_of_counts_end_on_whole_numbers() {
+        // jobs started per interval: 0 to 7
+        let y: Vec<f64> = (0..60).map(|t| ((t * 5) % 8) as f64).collect();
+        let lattice = Lattice::of(&y).expect("counts");
+        assert_eq!(lattice.below(0.4), 0.0, "not -1e-9");
+        assert_eq!(lattice.below(-2.0), -2.0);
+        assert_eq!(lattice.above(14.2), 15.0, "not 15.000000001");
+        assert_eq!(lattice.above(3.0), 3.0);
+        // beyond 2^53 whole numbers are no longer every f64: the slack comes back
+        let far = 2.0 * EXACT_INTEGERS;
+        assert!(lattice.above(far) > far);
     }
 }
