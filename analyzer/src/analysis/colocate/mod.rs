@@ -95,6 +95,20 @@ pub struct ModePrediction {
     pub reason: String,
 }
 
+impl ModePrediction {
+    /// The same prediction with A and B exchanged: progress, SM share and MIG profiles.
+    pub fn swapped(mut self) -> ModePrediction {
+        std::mem::swap(&mut self.progress_a, &mut self.progress_b);
+        if let Some(s) = self.sm_share.as_mut() {
+            std::mem::swap(&mut s.a_percent, &mut s.b_percent);
+        }
+        if let Some(plan) = self.mig.as_mut() {
+            std::mem::swap(&mut plan.a_profile, &mut plan.b_profile);
+        }
+        self
+    }
+}
+
 /// The prediction for a pair, every mode, and what to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairPrediction {

@@ -35,18 +35,7 @@ pub fn place(
     let modes = p
         .modes
         .into_iter()
-        .map(|mut m| {
-            if swapped {
-                std::mem::swap(&mut m.progress_a, &mut m.progress_b);
-                if let Some(s) = m.sm_share.as_mut() {
-                    std::mem::swap(&mut s.a_percent, &mut s.b_percent);
-                }
-                if let Some(plan) = m.mig.as_mut() {
-                    std::mem::swap(&mut plan.a_profile, &mut plan.b_profile);
-                }
-            }
-            m
-        })
+        .map(|m| if swapped { m.swapped() } else { m })
         .collect();
     Placement {
         workload: workload.workload.clone(),

@@ -186,17 +186,11 @@ pub fn colocation(api: &Api, a: &str, b: &str) -> Result<ColocationView, String>
         .modes
         .iter()
         .map(|m| {
-            let mut m = m.clone();
             if swapped {
-                std::mem::swap(&mut m.progress_a, &mut m.progress_b);
-                if let Some(s) = m.sm_share.as_mut() {
-                    std::mem::swap(&mut s.a_percent, &mut s.b_percent);
-                }
-                if let Some(plan) = m.mig.as_mut() {
-                    std::mem::swap(&mut plan.a_profile, &mut plan.b_profile);
-                }
+                m.clone().swapped()
+            } else {
+                m.clone()
             }
-            m
         })
         .collect();
     Ok(ColocationView {
