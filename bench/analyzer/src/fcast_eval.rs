@@ -269,7 +269,8 @@ fn score(k: &Case, c: usize, i: usize, peer: Option<&PeerForecasts>) -> (Rows, S
         if method == Method::Validated {
             chosen = generic(&f.model);
             if let Some(dir) = std::env::var_os("EVAL_SERIES_DIR") {
-                // development aid: history, future, forecast and its 80% and 95% bands
+                // development aid: history, future, forecast and its 80% and 95% bands,
+                // then the step in seconds
                 let path = std::path::Path::new(&dir).join(format!("{c}-{i}.txt"));
                 let line = |v: &[f64]| {
                     v.iter()
@@ -278,7 +279,7 @@ fn score(k: &Case, c: usize, i: usize, peer: Option<&PeerForecasts>) -> (Rows, S
                         .join(" ")
                 };
                 let text = format!(
-                    "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
+                    "{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n{}\n",
                     f.model,
                     line(&k.filled),
                     line(&k.future),
@@ -286,7 +287,8 @@ fn score(k: &Case, c: usize, i: usize, peer: Option<&PeerForecasts>) -> (Rows, S
                     line(&f.lower_80),
                     line(&f.upper_80),
                     line(&f.lower_95),
-                    line(&f.upper_95)
+                    line(&f.upper_95),
+                    k.step
                 );
                 std::fs::write(path, text).expect("write series");
             }

@@ -15,6 +15,7 @@
 //! explains the choices.
 
 pub mod acf;
+pub mod calendar;
 mod candidates;
 pub mod comb;
 pub mod events;
@@ -185,11 +186,21 @@ fn search_longest(
     Ok((segment, hold, found))
 }
 
-/// `found` in `segment` as reported: each period with its last peak, less what held
-/// noise would show as readily ([`held_noise`]) and the harmonics of another period
-/// ([`fractions`]).
-fn reported(segment: &grid::Segment, hold: usize, mut found: PeriodOutcome) -> PeriodOutcome {
-    if let PeriodOutcome::Periodic(periods) = &mut found {
+/// `found` in `segment` as reported: less what held noise would show as readily
+/// ([`held_noise`]) and the harmonics of another period ([`fractions`]), with the
+/// calendar's day where the days show it ([`calendar`]), each period with its last
+/// peak.
+fn reported(segment: &grid::Segment, hold: usize, found: PeriodOutcome) -> PeriodOutcome {
+    let window = fractions::Window {
+        step: segment.step,
+        points: segment.values.len(),
+    };
+    let kept = fractions::without_harmonics(
+        held_noise::confirm(&segment.values, segment.step, hold, found),
+        window,
+    );
+    let mut reported = calendar::with_day(kept, &segment.values, segment.step);
+    if let PeriodOutcome::Periodic(periods) = &mut reported {
         for p in periods {
             p.last_peak_seconds = last_peak(
                 &segment.values,
@@ -199,14 +210,7 @@ fn reported(segment: &grid::Segment, hold: usize, mut found: PeriodOutcome) -> P
             );
         }
     }
-    let window = fractions::Window {
-        step: segment.step,
-        points: segment.values.len(),
-    };
-    fractions::without_harmonics(
-        held_noise::confirm(&segment.values, segment.step, hold, found),
-        window,
-    )
+    reported
 }
 
 /// What [`detect_on_grid`] finds in evenly spaced `values`, and the seasons to hand a

@@ -1,0 +1,314 @@
+//! The calendar's day, confirmed day by day. A GPU cluster's share of GPUs held moves in
+//! the steps of its jobs and sits pinned at 100% or idle for days; its daily rhythm
+//! (more held in working hours) is weak beside those steps, which bury it in the
+//! periodogram and flatten its autocorrelation hill. Taken a day at a time, the rhythm
+//! shows: with the level taken out by a moving average over one day, the hours that
+//! stand high in one day stand high in most. Friedman's test says how surely: each day
+//! ranks its [`BINS`] means, and the ranks' sums over the days are compared with what
+//! days ranked at random give. Ranks within a day ignore its level and its scale, so a
+//! level shift or a burst moves only the day it falls in; a day that never moved (pinned,
+//! idle) ranks nothing and is left out. The day is a priori, one period tested, so no
+//! search over periods dilutes the test.
+
+use statrs::distribution::{ChiSquared, ContinuousCDF};
+
+use super::{acf, Period, PeriodOutcome};
+use crate::analysis::extent::max_abs_finite;
+
+/// Seconds in the calendar's day.
+pub const DAY_SECONDS: f64 = 86_400.0;
+
+/// Stretches of a day each day ranks: two hours each. Fewer lose a rhythm of a few
+/// hours; more leave bins of a step or two at an hourly step, whose neighbours a
+/// slowly wandering level ties together.
+pub const BINS: usize = 12;
+
+/// Days whose every block moved, after the moving median takes one, that the test needs.
+pub const MIN_DAYS: usize = 3;
+
+/// Largest p-value of Friedman's statistic that confirms the day. At 1e-3, random
+/// walks and AR(1) at 0.99 of two weeks at 5 min passed 1% and 2.7% of the time
+/// (smooth wander ties a day's neighbouring bins, which fattens the statistic's tail);
+/// at 1e-4, 0% and 0.3%.
+pub const DAY_P: f64 = 1e-4;
+
+/// `outcome` with the calendar's day added where `values` (`step` seconds apart) show
+/// it ([`day`]) and no reported period repeats within a day ([`divides_the_day`]).
+pub fn with_day(outcome: PeriodOutcome, values: &[f64], step: f64) -> PeriodOutcome {
+    if outcome.periods().iter().any(divides_the_day) {
+        return outcome;
+    }
+    let Some(day) = day(values, step) else {
+        return outcome;
+    };
+    match outcome {
+        PeriodOutcome::Periodic(mut periods) => {
+            periods.push(day);
+            PeriodOutcome::Periodic(periods)
+        }
+        PeriodOutcome::NoPeriod { .. } => PeriodOutcome::Periodic(vec![day]),
+    }
+}
+
+/// Whether `period`, repeated a whole number of times, makes a day (within 3%): a
+/// cycle of 12 h or 8 h ranks the same hours high every day, so Friedman's test finds
+/// it as readily as a day's own rhythm and the day would say nothing more.
+fn divides_the_day(period: &Period) -> bool {
+    let times = (DAY_SECONDS / period.period_seconds).round();
+    times >= 1.0 && (times * period.period_seconds / DAY_SECONDS - 1.0).abs() <= 0.03
+}
+
+/// The calendar's day as a period of `values` (`step` seconds apart), where a whole
+/// number of steps makes a day, [`MIN_DAYS`] days moved, and Friedman's test over
+/// them passes at [`DAY_P`]. The test ranks [`BINS`] block means a day, less their
+/// moving median over a day: the median steps with the level where a job's start or
+/// end moves it (a moving mean would ramp for a day either side) and passes a cycle
+/// through. The period's strength is the autocorrelation at one day of those
+/// differences.
+pub fn day(values: &[f64], step: f64) -> Option<Period> {
+    let steps = DAY_SECONDS / step;
+    if !(steps >= BINS as f64 && (steps - steps.round()).abs() < 1e-9 * steps) {
+        return None;
+    }
+    let steps = steps.round() as usize;
+    if values.len() < (MIN_DAYS + 1) * steps {
+        return None;
+    }
+    let (blocks, moved) = block_means(values, steps / BINS);
+    let rest = less_moving_median(&blocks, BINS);
+    // whole days counted back from the end, those that moved: a day pinned or idle
+    // throughout ranks nothing
+    let moved: Vec<&[f64]> = rest
+        .rchunks_exact(BINS)
+        .zip(moved[BINS / 2..BINS / 2 + rest.len()].rchunks_exact(BINS))
+        .filter(|(_, moved)| moved.iter().any(|m| *m))
+        .map(|(rest, _)| rest)
+        .collect();
+    if moved.len() < MIN_DAYS {
+        return None;
+    }
+    let p = friedman_p(&moved)?;
+    (p <= DAY_P).then(|| Period {
+        period_seconds: DAY_SECONDS,
+        strength: acf::about_mean(&rest, BINS).clamp(0.0, 1.0),
+        confidence: 1.0 - p,
+        last_peak_seconds: None,
+    })
+}
+
+/// Means of consecutive blocks of `width` values of `values`, counted back from the
+/// end (a partial first block is left out), scaled to a largest magnitude of 1, and
+/// whether each block moved.
+fn block_means(values: &[f64], width: usize) -> (Vec<f64>, Vec<bool>) {
+    let means_by = |per: f64| -> Vec<f64> {
+        let mut means: Vec<f64> = values
+            .rchunks_exact(width)
+            .map(|b| b.iter().map(|v| v * per).sum::<f64>())
+            .collect();
+        means.reverse();
+        means
+    };
+    let mut means = means_by(1.0 / width as f64);
+    if means.iter().any(|m| !m.is_finite()) {
+        // sums of values near f64's limits: each value scaled first
+        means = means_by(1.0 / max_abs_finite(values) / width as f64);
+    }
+    let scale = max_abs_finite(&means);
+    if scale > 0.0 {
+        means.iter_mut().for_each(|m| *m /= scale);
+    }
+    let mut moved: Vec<bool> = values
+        .rchunks_exact(width)
+        .map(|b| b.iter().any(|v| *v != b[0]))
+        .collect();
+    moved.reverse();
+    (means, moved)
+}
+
+/// `y` less its moving median over `width` values, centred (half a value late for an
+/// even width), to a billionth: a line leaves ties, not rounding that repeats. The
+/// first and last half-width have no full window and are left out.
+fn less_moving_median(y: &[f64], width: usize) -> Vec<f64> {
+    let mut window = vec![0.0; width];
+    (0..=y.len() - width)
+        .map(|start| {
+            window.copy_from_slice(&y[start..start + width]);
+            window.sort_by(f64::total_cmp);
+            let median = (window[(width - 1) / 2] + window[width / 2]) / 2.0;
+            ((y[start + width / 2] - median) * 1e9).round() / 1e9
+        })
+        .collect()
+}
+
+/// The p-value of Friedman's statistic for `days` (each a row of [`BINS`] values),
+/// against χ² with BINS − 1 degrees of freedom; ties share their mean rank.
+fn friedman_p(days: &[&[f64]]) -> Option<f64> {
+    let mut sums = [0.0; BINS];
+    for day in days {
+        for (sum, rank) in sums.iter_mut().zip(ranks(day)) {
+            *sum += rank;
+        }
+    }
+    let (d, b) = (days.len() as f64, BINS as f64);
+    let q =
+        12.0 / (d * b * (b + 1.0)) * sums.iter().map(|r| r * r).sum::<f64>() - 3.0 * d * (b + 1.0);
+    let chi = ChiSquared::new(b - 1.0).ok()?;
+    Some(chi.sf(q.max(0.0)))
+}
+
+/// Ranks 1..=len of `x`, ties given their mean rank.
+fn ranks(x: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..x.len()).collect();
+    order.sort_by(|&a, &b| x[a].total_cmp(&x[b]));
+    let mut out = vec![0.0; x.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && x[order[j + 1]] == x[order[i]] {
+            j += 1;
+        }
+        for &k in &order[i..=j] {
+            out[k] = (i + j) as f64 / 2.0 + 1.0;
+        }
+        i = j + 1;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    use super::super::impulsive_tests::{normal, walk};
+    use super::super::{detect_on_grid, detect_periods, PeriodConfig};
+    use super::*;
+    use crate::series::Series;
+
+    const FIVE_MIN: f64 = 300.0;
+    const TWO_WEEKS: usize = 14 * 288;
+
+    /// A GPU cluster's share of GPUs held, every 5 min for two weeks: regimes of half a
+    /// day to three days pinned at 1, idle at 0, or a partial load that wanders in the
+    /// steps of jobs, with a daily rhythm of `amplitude` in the partial loads.
+    fn cluster(seed: u64, amplitude: f64) -> Vec<f64> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let phase: f64 = rng.gen();
+        let mut y = Vec::with_capacity(TWO_WEEKS);
+        while y.len() < TWO_WEEKS {
+            let len = rng.gen_range(144..864);
+            let kind = rng.gen_range(0..4);
+            let mut level: f64 = rng.gen_range(0.2..0.8);
+            for _ in 0..len {
+                let t = y.len() as f64 / 288.0;
+                let v = match kind {
+                    0 => 1.0,
+                    1 => 0.0,
+                    _ => {
+                        if rng.gen::<f64>() < 0.01 {
+                            level = (level + 0.05 * normal(&mut rng)).clamp(0.1, 0.9);
+                        }
+                        let rhythm = (2.0 * std::f64::consts::PI * (t + phase)).sin();
+                        level + amplitude * rhythm + 0.03 * normal(&mut rng)
+                    }
+                };
+                y.push(v.clamp(0.0, 1.0));
+            }
+        }
+        y.truncate(TWO_WEEKS);
+        y
+    }
+
+    fn has_day(periods: &[Period]) -> bool {
+        periods
+            .iter()
+            .any(|p| (p.period_seconds / DAY_SECONDS - 1.0).abs() <= 0.02)
+    }
+
+    #[test]
+    fn a_daily_rhythm_buried_by_regimes_is_reported_as_the_day() {
+        let config = PeriodConfig::default();
+        let (mut searched, mut reported) = (0, 0);
+        for seed in 0..40 {
+            let y = cluster(seed, 0.08);
+            searched += usize::from(has_day(detect_on_grid(&y, FIVE_MIN, &config).periods()));
+            let series = Series::from_values(&y, FIVE_MIN);
+            reported += usize::from(has_day(detect_periods(&series, &config).periods()));
+        }
+        assert!(
+            searched <= 2,
+            "the search over periods found the day {searched} times"
+        );
+        assert!(reported >= 18, "{reported} of 40 report the day");
+    }
+
+    #[test]
+    fn two_weeks_without_a_rhythm_show_no_day() {
+        type Kind = fn(f64, usize, &mut ChaCha8Rng) -> f64;
+        let kinds: [(&str, Kind); 5] = [
+            ("white noise", |_, _, r| normal(r)),
+            ("random walk", |v, _, r| v + normal(r)),
+            ("AR(1) at 0.99", |v, _, r| 0.99 * v + normal(r)),
+            ("level steps", |v, _, r| {
+                if r.gen::<f64>() < 0.002 {
+                    v + 5.0 * normal(r)
+                } else {
+                    v
+                }
+            }),
+            ("trend", |_, i, r| 1e-3 * i as f64 + normal(r)),
+        ];
+        let mut made_up = Vec::new();
+        for (name, next) in kinds {
+            for seed in 0..50 {
+                let y = walk(TWO_WEEKS, seed, next);
+                if day(&y, FIVE_MIN).is_some() {
+                    made_up.push((name, seed));
+                }
+            }
+        }
+        for seed in 0..50 {
+            if day(&cluster(seed, 0.0), FIVE_MIN).is_some() {
+                made_up.push(("cluster without a rhythm", seed));
+            }
+        }
+        assert!(made_up.len() <= 2, "days made up: {made_up:?}");
+    }
+
+    #[test]
+    fn the_day_needs_whole_steps_enough_days_and_movement() {
+        let y = cluster(1, 0.08);
+        assert!(day(&y, FIVE_MIN).is_some(), "the case below must find it");
+        assert_eq!(day(&y, 7.0), None, "a day is no whole number of 7 s steps");
+        assert_eq!(day(&y[..3 * 288], FIVE_MIN), None, "three days");
+        assert_eq!(day(&vec![42.0; TWO_WEEKS], FIVE_MIN), None, "a constant");
+        assert_eq!(
+            day(&y, 14_400.0),
+            None,
+            "six steps a day are fewer than the bins"
+        );
+    }
+
+    #[test]
+    fn values_near_the_f64_limits_keep_the_day() {
+        let y = cluster(1, 0.08);
+        let huge: Vec<f64> = y.iter().map(|v| v * 1.7e308).collect();
+        assert_eq!(
+            day(&huge, FIVE_MIN).map(|p| p.confidence),
+            day(&y, FIVE_MIN).map(|p| p.confidence)
+        );
+        let alternating: Vec<f64> = (0..TWO_WEEKS)
+            .map(|i| if i % 2 == 0 { f64::MAX } else { -f64::MAX })
+            .collect();
+        assert_eq!(day(&alternating, FIVE_MIN), None);
+    }
+
+    #[test]
+    fn tied_values_share_their_mean_rank() {
+        assert_eq!(ranks(&[3.0, 1.0, 3.0, 2.0]), vec![3.5, 1.0, 3.5, 2.0]);
+        // days that agree on every bin are as sure as twelve ranks allow
+        let day: Vec<f64> = (0..BINS).map(|b| b as f64).collect();
+        let days = vec![day.as_slice(); 5];
+        assert!(friedman_p(&days).unwrap() < 1e-7);
+    }
+}
