@@ -1,6 +1,6 @@
-//! Pearson's correlation, shared by the analyses that compare two series: the
-//! co-location evaluation (ranks of pair scores) and the holiday search (a day's shape
-//! against a weekday's).
+//! Pearson's correlation and ranks, shared by the analyses that compare series: the
+//! co-location evaluation (ranks of pair scores), the holiday search (a day's shape
+//! against a weekday's) and the calendar's day (each day's ranks of its hours).
 
 /// Pearson's correlation of `x` and `y` (paired, the shorter's length); `None` where
 /// either is constant or empty, which has no correlation.
@@ -19,6 +19,25 @@ pub fn pearson(x: &[f64], y: &[f64]) -> Option<f64> {
         syy += (b - my) * (b - my);
     }
     (sxx > 0.0 && syy > 0.0).then(|| sxy / (sxx * syy).sqrt())
+}
+
+/// Ranks 1..=len of `x`, ties given their mean rank.
+pub fn ranks(x: &[f64]) -> Vec<f64> {
+    let mut order: Vec<usize> = (0..x.len()).collect();
+    order.sort_by(|&a, &b| x[a].total_cmp(&x[b]));
+    let mut out = vec![0.0; x.len()];
+    let mut i = 0;
+    while i < order.len() {
+        let mut j = i;
+        while j + 1 < order.len() && x[order[j + 1]] == x[order[i]] {
+            j += 1;
+        }
+        for &k in &order[i..=j] {
+            out[k] = (i + j) as f64 / 2.0 + 1.0;
+        }
+        i = j + 1;
+    }
+    out
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::calibrate::{self, Observation};
 use super::{Constants, Mode};
-use crate::analysis::correlation::pearson;
+use crate::analysis::correlation::{pearson, ranks};
 
 /// Spearman's rank correlation of `x` and `y` (average ranks for ties); NaN when
 /// either is constant or shorter than 3.
@@ -18,24 +18,6 @@ pub fn spearman(x: &[f64], y: &[f64]) -> f64 {
         return f64::NAN;
     }
     pearson(&ranks(x), &ranks(y)).unwrap_or(f64::NAN)
-}
-
-fn ranks(v: &[f64]) -> Vec<f64> {
-    let mut idx: Vec<usize> = (0..v.len()).collect();
-    idx.sort_by(|&a, &b| v[a].total_cmp(&v[b]));
-    let mut r = vec![0.0; v.len()];
-    let mut i = 0;
-    while i < idx.len() {
-        let mut j = i;
-        while j + 1 < idx.len() && v[idx[j + 1]] == v[idx[i]] {
-            j += 1;
-        }
-        for k in i..=j {
-            r[idx[k]] = (i + j) as f64 / 2.0 + 1.0;
-        }
-        i = j + 1;
-    }
-    r
 }
 
 /// Rank correlation of pair scores and mean absolute error of both sides.

@@ -13,6 +13,7 @@
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
 use super::{acf, Period, PeriodOutcome};
+use crate::analysis::correlation::ranks;
 use crate::analysis::extent::max_abs_finite;
 
 /// Seconds in the calendar's day.
@@ -154,25 +155,6 @@ fn friedman_p(days: &[&[f64]]) -> Option<f64> {
         12.0 / (d * b * (b + 1.0)) * sums.iter().map(|r| r * r).sum::<f64>() - 3.0 * d * (b + 1.0);
     let chi = ChiSquared::new(b - 1.0).ok()?;
     Some(chi.sf(q.max(0.0)))
-}
-
-/// Ranks 1..=len of `x`, ties given their mean rank.
-fn ranks(x: &[f64]) -> Vec<f64> {
-    let mut order: Vec<usize> = (0..x.len()).collect();
-    order.sort_by(|&a, &b| x[a].total_cmp(&x[b]));
-    let mut out = vec![0.0; x.len()];
-    let mut i = 0;
-    while i < order.len() {
-        let mut j = i;
-        while j + 1 < order.len() && x[order[j + 1]] == x[order[i]] {
-            j += 1;
-        }
-        for &k in &order[i..=j] {
-            out[k] = (i + j) as f64 / 2.0 + 1.0;
-        }
-        i = j + 1;
-    }
-    out
 }
 
 #[cfg(test)]
