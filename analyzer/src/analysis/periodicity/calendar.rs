@@ -2,7 +2,7 @@
 //! the steps of its jobs and sits pinned at 100% or idle for days; its daily rhythm
 //! (more held in working hours) is weak beside those steps, which bury it in the
 //! periodogram and flatten its autocorrelation hill. Taken a day at a time, the rhythm
-//! shows: with the level taken out by a moving average over one day, the hours that
+//! shows: with the level taken out by a moving median over one day, the hours that
 //! stand high in one day stand high in most. Friedman's test says how surely: each day
 //! ranks its [`BINS`] means, and the ranks' sums over the days are compared with what
 //! days ranked at random give. Ranks within a day ignore its level and its scale, so a
@@ -24,19 +24,21 @@ pub const DAY_SECONDS: f64 = 86_400.0;
 /// slowly wandering level ties together.
 pub const BINS: usize = 12;
 
-/// Days whose every block moved, after the moving median takes one, that the test needs.
+/// Days that moved, after the moving median takes one, that the test needs.
 pub const MIN_DAYS: usize = 3;
 
-/// Largest p-value of Friedman's statistic that confirms the day. At 1e-3, random
-/// walks and AR(1) at 0.99 of two weeks at 5 min passed 1% and 2.7% of the time
-/// (smooth wander ties a day's neighbouring bins, which fattens the statistic's tail);
-/// at 1e-4, 0% and 0.3%.
+/// Largest p-value of Friedman's statistic that confirms the day. In a prototype (a
+/// moving mean for the level), random walks and AR(1) at 0.99 of two weeks at 5 min
+/// passed 1% and 2.7% of the time at 1e-3 (smooth wander ties a day's neighbouring
+/// bins, which fattens the statistic's tail), 0% and 0.3% at 1e-4.
 pub const DAY_P: f64 = 1e-4;
 
 /// `outcome` with the calendar's day added where `values` (`step` seconds apart) show
-/// it ([`day`]) and no reported period repeats within a day ([`divides_the_day`]).
-pub fn with_day(outcome: PeriodOutcome, values: &[f64], step: f64) -> PeriodOutcome {
-    if outcome.periods().iter().any(divides_the_day) {
+/// it ([`day`]), no reported period repeats within a day ([`divides_the_day`]) and
+/// fewer than `most` periods are reported.
+pub fn with_day(outcome: PeriodOutcome, values: &[f64], step: f64, most: usize) -> PeriodOutcome {
+    let periods = outcome.periods();
+    if periods.len() >= most || periods.iter().any(divides_the_day) {
         return outcome;
     }
     let Some(day) = day(values, step) else {

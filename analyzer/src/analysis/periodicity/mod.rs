@@ -140,7 +140,7 @@ impl PeriodConfig {
 /// Finds the periods of `series`, or says why there is none.
 pub fn detect_periods(series: &Series, config: &PeriodConfig) -> PeriodOutcome {
     match search_longest(series, config) {
-        Ok((segment, hold, found)) => reported(&segment, hold, found),
+        Ok((segment, hold, found)) => reported(&segment, hold, found, config),
         Err(none) => none,
     }
 }
@@ -162,7 +162,7 @@ pub fn detect_with_seasons(series: &Series, config: &PeriodConfig) -> Detection 
     match search_longest(series, config) {
         Ok((segment, hold, found)) => Detection {
             seasons: seasons_to_forecast(&segment.values, segment.step, config, hold, &found),
-            reported: reported(&segment, hold, found),
+            reported: reported(&segment, hold, found, config),
         },
         Err(none) => Detection {
             reported: none,
@@ -190,7 +190,12 @@ fn search_longest(
 /// ([`held_noise`]) and the harmonics of another period ([`fractions`]), with the
 /// calendar's day where the days show it ([`calendar`]), each period with its last
 /// peak.
-fn reported(segment: &grid::Segment, hold: usize, found: PeriodOutcome) -> PeriodOutcome {
+fn reported(
+    segment: &grid::Segment,
+    hold: usize,
+    found: PeriodOutcome,
+    config: &PeriodConfig,
+) -> PeriodOutcome {
     let window = fractions::Window {
         step: segment.step,
         points: segment.values.len(),
@@ -199,7 +204,7 @@ fn reported(segment: &grid::Segment, hold: usize, found: PeriodOutcome) -> Perio
         held_noise::confirm(&segment.values, segment.step, hold, found),
         window,
     );
-    let mut reported = calendar::with_day(kept, &segment.values, segment.step);
+    let mut reported = calendar::with_day(kept, &segment.values, segment.step, config.max_periods);
     if let PeriodOutcome::Periodic(periods) = &mut reported {
         for p in periods {
             p.last_peak_seconds = last_peak(
