@@ -77,8 +77,9 @@ pub fn day(values: &[f64], step: f64) -> Option<Period> {
     if values.len() < (MIN_DAYS + 1) * steps {
         return None;
     }
-    let (blocks, moved) = block_means(values, steps / BINS);
-    let rest = less_moving_median(&blocks, BINS);
+    let (blocks, moved) = block_means(values, steps / BINS)?;
+    // a day and a block, centred: rest[i] is block i + BINS / 2 less its median
+    let rest = less_moving_median(&blocks, BINS + 1);
     // whole days counted back from the end, those that moved: a day pinned or idle
     // throughout ranks nothing
     let moved: Vec<&[f64]> = rest
@@ -93,16 +94,27 @@ pub fn day(values: &[f64], step: f64) -> Option<Period> {
     let p = friedman_p(&moved)?;
     (p <= DAY_P).then(|| Period {
         period_seconds: DAY_SECONDS,
-        strength: acf::about_mean(&rest, BINS).clamp(0.0, 1.0),
+        strength: strength(&rest),
         confidence: 1.0 - p,
         last_peak_seconds: None,
     })
 }
 
+/// The autocorrelation at one day of the blocks less their median, 0-1 (0 where they
+/// do not vary: no spread, no repeat).
+fn strength(rest: &[f64]) -> f64 {
+    let r = acf::about_mean(rest, BINS);
+    if r.is_nan() {
+        0.0
+    } else {
+        r.clamp(0.0, 1.0)
+    }
+}
+
 /// Means of consecutive blocks of `width` values of `values`, counted back from the
 /// end (a partial first block is left out), scaled to a largest magnitude of 1, and
-/// whether each block moved.
-fn block_means(values: &[f64], width: usize) -> (Vec<f64>, Vec<bool>) {
+/// whether each block moved; `None` where a value is not finite.
+fn block_means(values: &[f64], width: usize) -> Option<(Vec<f64>, Vec<bool>)> {
     let means_by = |per: f64| -> Vec<f64> {
         let mut means: Vec<f64> = values
             .rchunks_exact(width)
@@ -116,6 +128,9 @@ fn block_means(values: &[f64], width: usize) -> (Vec<f64>, Vec<bool>) {
         // sums of values near f64's limits: each value scaled first
         means = means_by(1.0 / max_abs_finite(values) / width as f64);
     }
+    if means.iter().any(|m| !m.is_finite()) {
+        return None;
+    }
     let scale = max_abs_finite(&means);
     if scale > 0.0 {
         means.iter_mut().for_each(|m| *m /= scale);
@@ -125,12 +140,15 @@ fn block_means(values: &[f64], width: usize) -> (Vec<f64>, Vec<bool>) {
         .map(|b| b.iter().any(|v| *v != b[0]))
         .collect();
     moved.reverse();
-    (means, moved)
+    Some((means, moved))
 }
 
-/// `y` less its moving median over `width` values, centred (half a value late for an
-/// even width), to a billionth: a line leaves ties, not rounding that repeats. The
-/// first and last half-width have no full window and are left out.
+/// `y` less its moving median over an odd `width` of values, centred, to a billionth:
+/// where `y` rises or falls throughout a window its median is the centre's value, so a
+/// trend of any curve leaves ties, not a rank that climbs through every day (an even
+/// window, half a value late, left each block the trend's slope, which ranked a cubic
+/// trend's hours alike each day). The first and last half-width have no full window
+/// and are left out.
 fn less_moving_median(y: &[f64], width: usize) -> Vec<f64> {
     let mut window = vec![0.0; width];
     (0..=y.len() - width)
@@ -281,6 +299,15 @@ mod tests {
             day(&huge, FIVE_MIN).map(|p| p.confidence),
             day(&y, FIVE_MIN).map(|p| p.confidence)
         );
+        let cubic: Vec<f64> = (0..TWO_WEEKS).map(|t| (t as f64).powi(3)).collect();
+        assert_eq!(
+            day(&cubic, FIVE_MIN),
+            None,
+            "a trend of any curve has no day"
+        );
+        let overflowing: Vec<f64> = cubic.iter().map(|v| v * 1e300).collect();
+        assert!(overflowing.last().unwrap().is_infinite());
+        assert_eq!(day(&overflowing, FIVE_MIN), None);
         let alternating: Vec<f64> = (0..TWO_WEEKS)
             .map(|i| if i % 2 == 0 { f64::MAX } else { -f64::MAX })
             .collect();
