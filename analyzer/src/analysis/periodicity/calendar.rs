@@ -12,7 +12,7 @@
 
 use statrs::distribution::{ChiSquared, ContinuousCDF};
 
-use super::{acf, Period, PeriodOutcome};
+use super::{acf, prepare, Period, PeriodOutcome};
 use crate::analysis::correlation::ranks;
 use crate::analysis::extent::max_abs_finite;
 
@@ -63,8 +63,8 @@ fn divides_the_day(period: &Period) -> bool {
 
 /// The calendar's day as a period of `values` (`step` seconds apart), where a whole
 /// number of steps makes a day, [`MIN_DAYS`] days moved, and Friedman's test over
-/// them passes at [`DAY_P`]. The test ranks [`BINS`] block means a day, less their
-/// moving median over a day: the median steps with the level where a job's start or
+/// them passes at [`DAY_P`]. The test ranks [`BINS`] block means a day, less the
+/// median of the day and a block centred on each: the median steps with the level where a job's start or
 /// end moves it (a moving mean would ramp for a day either side) and passes a cycle
 /// through. The period's strength is the autocorrelation at one day of those
 /// differences.
@@ -79,19 +79,19 @@ pub fn day(values: &[f64], step: f64) -> Option<Period> {
     }
     let (blocks, moved) = block_means(values, steps / BINS)?;
     // a day and a block, centred: rest[i] is block i + BINS / 2 less its median
-    let rest = less_moving_median(&blocks, BINS + 1);
+    let rest = less_moving_median(&blocks, BINS / 2);
     // whole days counted back from the end, those that moved: a day pinned or idle
     // throughout ranks nothing
-    let moved: Vec<&[f64]> = rest
+    let days: Vec<&[f64]> = rest
         .rchunks_exact(BINS)
         .zip(moved[BINS / 2..BINS / 2 + rest.len()].rchunks_exact(BINS))
         .filter(|(_, moved)| moved.iter().any(|m| *m))
         .map(|(rest, _)| rest)
         .collect();
-    if moved.len() < MIN_DAYS {
+    if days.len() < MIN_DAYS {
         return None;
     }
-    let p = friedman_p(&moved)?;
+    let p = friedman_p(&days)?;
     (p <= DAY_P).then(|| Period {
         period_seconds: DAY_SECONDS,
         strength: strength(&rest),
@@ -143,21 +143,19 @@ fn block_means(values: &[f64], width: usize) -> Option<(Vec<f64>, Vec<bool>)> {
     Some((means, moved))
 }
 
-/// `y` less its moving median over an odd `width` of values, centred, to a billionth:
+/// `y` less the median of the `2 * half + 1` values centred on each, to a billionth:
 /// where `y` rises or falls throughout a window its median is the centre's value, so a
 /// trend of any curve leaves ties, not a rank that climbs through every day (an even
 /// window, half a value late, left each block the trend's slope, which ranked a cubic
-/// trend's hours alike each day). The first and last half-width have no full window
-/// and are left out.
-fn less_moving_median(y: &[f64], width: usize) -> Vec<f64> {
-    let mut window = vec![0.0; width];
-    (0..=y.len() - width)
-        .map(|start| {
-            window.copy_from_slice(&y[start..start + width]);
-            window.sort_by(f64::total_cmp);
-            let median = (window[(width - 1) / 2] + window[width / 2]) / 2.0;
-            ((y[start + width / 2] - median) * 1e9).round() / 1e9
-        })
+/// trend's hours alike each day). The first and last `half` have no full window and
+/// are left out.
+fn less_moving_median(y: &[f64], half: usize) -> Vec<f64> {
+    let medians = prepare::running_median(y, 2 * half + 1);
+    y.iter()
+        .zip(medians)
+        .skip(half)
+        .take(y.len() - 2 * half)
+        .map(|(v, m)| ((v - m) * 1e9).round() / 1e9)
         .collect()
 }
 

@@ -17,7 +17,7 @@
 use statrs::distribution::{ContinuousCDF, Normal};
 
 use super::acf::about_mean;
-use super::prepare::median_in_place;
+use super::prepare::{median_in_place, running_median};
 
 /// Least comb sum, in standard deviations of the z-scores' sum. In a prototype of this
 /// search (a numpy scratch script, not committed; without the rule on values off the
@@ -192,19 +192,6 @@ fn tallest(z: &[f64], shortest: f64, longest: f64, width: usize) -> Comb {
         z: score,
         searched,
     }
-}
-
-/// The median of the `window` values centred on each (fewer at the ends).
-fn running_median(y: &[f64], window: usize) -> Vec<f64> {
-    let half = window / 2;
-    let mut buf = Vec::with_capacity(window);
-    (0..y.len())
-        .map(|i| {
-            buf.clear();
-            buf.extend_from_slice(&y[i.saturating_sub(half)..(i + half + 1).min(y.len())]);
-            median_in_place(&mut buf)
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -254,6 +254,19 @@ pub fn median_in_place(buf: &mut [f64]) -> f64 {
     *m
 }
 
+/// The median of the `window` values centred on each (fewer at the ends).
+pub fn running_median(y: &[f64], window: usize) -> Vec<f64> {
+    let half = window / 2;
+    let mut buf = Vec::with_capacity(window);
+    (0..y.len())
+        .map(|i| {
+            buf.clear();
+            buf.extend_from_slice(&y[i.saturating_sub(half)..(i + half + 1).min(y.len())]);
+            median_in_place(&mut buf)
+        })
+        .collect()
+}
+
 /// Subtracts the mean cycle of `period` steps (phase-binned into round(period) bins,
 /// so fractional periods stay aligned): what is left is the part of the series that
 /// this period does not explain, harmonics included.
