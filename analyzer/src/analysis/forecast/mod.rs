@@ -12,6 +12,7 @@
 //! overflows and subnormal series keep their shape; the results are scaled back, bounds
 //! saturating at ±f64::MAX.
 
+pub mod analog;
 pub mod bounds;
 pub mod breaks;
 pub mod candidates;
