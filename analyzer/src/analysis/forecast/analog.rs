@@ -5,6 +5,8 @@
 //! step `j`, the value that minimises the absolute error over those analogues, with no
 //! model of how the level moves (a reversion's half-life, a trend) to get wrong.
 
+use crate::analysis::periodicity::prepare::median_in_place;
+
 /// Share of the past values, the nearest to the last, whose futures make a step's
 /// forecast: a tenth of two weeks at 5 min is 400 analogues, enough for a median that
 /// a single job does not move, and near enough in level to mean something.
@@ -33,7 +35,7 @@ pub fn analogues(y: &[f64], h: usize, reach: f64) -> Option<Vec<f64>> {
             .total_cmp(&(y[b] - last).abs())
             .then(b.cmp(&a))
     });
-    nearest.truncate(((n - h) / SHARE).max(MIN_ANALOGUES));
+    nearest.truncate((n.saturating_sub(h) / SHARE).max(MIN_ANALOGUES));
     if nearest.len() < MIN_ANALOGUES {
         return None;
     }
@@ -43,23 +45,10 @@ pub fn analogues(y: &[f64], h: usize, reach: f64) -> Option<Vec<f64>> {
             for (f, &t) in futures.iter_mut().zip(&nearest) {
                 *f = y[t + j];
             }
-            median(&mut futures)
+            median_in_place(&mut futures)
         })
         .collect();
     Some(path)
-}
-
-/// The median of `v` (not empty, finite), reordering it.
-fn median(v: &mut [f64]) -> f64 {
-    let mid = v.len() / 2;
-    let odd = v.len() % 2 == 1;
-    let (below, upper, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
-    if odd {
-        *upper
-    } else {
-        let lower = below.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (lower + *upper) / 2.0
-    }
 }
 
 #[cfg(test)]
@@ -127,6 +116,8 @@ mod tests {
     #[test]
     fn too_few_analogues_give_none() {
         assert_eq!(analogues(&[1.0, 2.0, 3.0], 2, f64::INFINITY), None);
+        // a horizon longer than the series
+        assert_eq!(analogues(&[1.0; 10], 50, f64::INFINITY), None);
         assert_eq!(analogues(&[], 3, 1.0), None);
         let gaps = [1.0, f64::NAN, 2.0, f64::NAN, 2.0, 1.0, 2.0, f64::NAN, 2.0];
         assert_eq!(analogues(&gaps, 1, f64::INFINITY), None);
@@ -142,11 +133,5 @@ mod tests {
         let mut ends = y.clone();
         ends.push(f64::NAN);
         assert_eq!(analogues(&ends, 2, f64::INFINITY), None);
-    }
-
-    #[test]
-    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
-        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
     }
 }

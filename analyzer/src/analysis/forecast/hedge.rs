@@ -107,7 +107,7 @@ pub fn moves_in_steps(y: &[f64]) -> bool {
 /// moves; the analogues are how it did move from there, which reverts from a level the
 /// series left quickly and holds one it stayed at. On the tenants set (development
 /// seeds 1-6 and 11-30, means of per-seed rows) the fourth member took the share held
-/// from 0.9900 to 0.9745 of naive's MAE and the nodes busy from 0.9855 to 0.9739
+/// from 0.9900 to 0.9748 of naive's MAE and the nodes busy from 0.9855 to 0.9740
 /// (`docs/validation/analyzer/forecast-eval-session50.md`).
 pub fn hedge(y: &[f64], point: &mut [f64]) {
     if y.is_empty() {
