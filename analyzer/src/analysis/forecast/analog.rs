@@ -25,7 +25,17 @@ pub const MIN_ANALOGUES: usize = 5;
 pub fn analogues(y: &[f64], h: usize, reach: f64) -> Option<Vec<f64>> {
     let n = y.len();
     let last = *y.last().filter(|v| v.is_finite())?;
-    let known = |t: usize| y[t..=t + h].iter().all(|v| v.is_finite());
+    // where the next value that is not finite lies, from each step on: a value and
+    // its horizon are known where that is past the horizon (one pass, not one per value)
+    let mut next_unknown = vec![n; n + 1];
+    for t in (0..n).rev() {
+        next_unknown[t] = if y[t].is_finite() {
+            next_unknown[t + 1]
+        } else {
+            t
+        };
+    }
+    let known = |t: usize| next_unknown[t] > t + h;
     let mut nearest: Vec<usize> = (0..n.saturating_sub(h + 1))
         .filter(|&t| (y[t] - last).abs() < reach && known(t))
         .collect();
