@@ -103,9 +103,10 @@ pub fn moves_in_steps(y: &[f64]) -> bool {
 /// Replaces each point forecast after `y` by the median of four (the mean of the middle
 /// two): itself, the current level of `y`, the level's reversion to the median of `y`,
 /// and the median of what followed the past values of `y` nearest its last
-/// ([`analog::analogues`]); of the first three where the analogues are too few. The reversion's half-life is a model of how the level
-/// moves; the analogues are how it did move from there, which reverts from a level the
-/// series left quickly and holds one it stayed at. On the tenants set (development
+/// ([`analog::analogues`]); of the first three where the analogues are too few. The
+/// reversion's half-life is a model of how the level moves; the analogues are how it
+/// did move from there, which reverts from a level the series left quickly and holds
+/// one it stayed at. On the tenants set (development
 /// seeds 1-6 and 11-30, means of per-seed rows) the fourth member took the share held
 /// from 0.9900 to 0.9748 of naive's MAE and the nodes busy from 0.9855 to 0.9740
 /// (`docs/validation/analyzer/forecast-eval-session50.md`).
@@ -118,8 +119,8 @@ pub fn hedge(y: &[f64], point: &mut [f64]) {
     let level = median(y[y.len() - k..].to_vec());
     let centre = median(y.to_vec());
     let half_life = half_life(y, centre, h);
-    // analogues nearer the last value than the centre: the others are the series'
-    // usual course, which the reversion already stands for
+    // analogues nearer the last value than half way to the centre: the others are
+    // nearer the series' usual course, which the reversion already stands for
     let last = y[y.len() - 1];
     let analogues = analog::analogues(y, h, (centre - last).abs() / 2.0);
     for (j, p) in point.iter_mut().enumerate() {
