@@ -4,8 +4,9 @@
 //! the median forecast is the floor itself. Models that average (smoothing, a mean of
 //! candidates) put a small positive value there instead, which misses every such step.
 
-use super::candidates::{same_phase, MEDIAN_CYCLES};
+use super::candidates::{same_phase, Path, MEDIAN_CYCLES};
 use super::pinned::{MIN_RUN, SAME as ON_FLOOR};
+use super::validation::{self, Origins};
 use crate::analysis::runs::runs;
 
 /// Sets the forecast `point` (steps 1.. after `y`) to `floor` at the steps whose phase
@@ -27,6 +28,32 @@ pub fn snap_to_floor(y: &[f64], period: f64, floor: f64, point: &mut [f64]) {
             *p = floor;
         }
     }
+}
+
+/// Whether [`snap_to_floor`] at `period` erred no more than the choice at the
+/// validation `origins` of `y`, snapping each of the choice's `paths` on the data before
+/// its origin. The snap is no model that validation chose: a season the choice does not
+/// model (naive won) can still snap the forecast, and a cluster held at 100% for hours
+/// after idle days was forecast at 0 because the same phase of a 3.7-day "cycle" had
+/// been idle (tenants set, seed 20).
+pub fn snap_validated(
+    y: &[f64],
+    period: f64,
+    floor: f64,
+    origins: &Origins,
+    paths: &[Path],
+) -> bool {
+    let snapped: Vec<Path> = origins
+        .at
+        .iter()
+        .zip(paths)
+        .map(|(&o, p)| {
+            let mut p = p.clone();
+            snap_to_floor(&y[..o], period, floor, &mut p.point);
+            p
+        })
+        .collect();
+    validation::mae(y, &origins.at, &snapped) <= validation::mae(y, &origins.at, paths)
 }
 
 /// Without a season: where `y` ends on `floor` and sat on it in most of its last
@@ -99,6 +126,47 @@ mod tests {
         let mut unbounded = vec![0.1; 10];
         snap_to_floor(&y, 10.0, f64::NEG_INFINITY, &mut unbounded);
         assert!(unbounded.iter().all(|v| *v == 0.1));
+    }
+
+    /// The choice's paths from `origins` (10 steps each), all at `level`.
+    fn flat_paths(origins: &Origins, level: f64) -> Vec<Path> {
+        let path = Path {
+            point: vec![level; origins.steps],
+            var: vec![0.0; origins.steps],
+        };
+        vec![path; origins.at.len()]
+    }
+
+    #[test]
+    fn a_snap_is_kept_where_validation_gains_by_it() {
+        // idle at phases 0-3 of every 10-step cycle; the choice holds a busy level
+        let y: Vec<f64> = (0..100)
+            .map(|t| if t % 10 < 4 { 0.0 } else { 0.5 })
+            .collect();
+        let origins = Origins {
+            at: vec![60, 70, 80, 90],
+            steps: 10,
+        };
+        let paths = flat_paths(&origins, 0.5);
+        assert!(snap_validated(&y, 10.0, 0.0, &origins, &paths));
+    }
+
+    #[test]
+    fn a_snap_that_validation_loses_by_is_refused() {
+        // idle at phases 20-39 of a 40-step cycle for four cycles, then busy for 60
+        // steps: from the first two origins the snap puts the busy steps on the floor
+        let y: Vec<f64> = (0..220)
+            .map(|t| if t < 160 && t % 40 >= 20 { 0.0 } else { 0.5 })
+            .collect();
+        let origins = Origins {
+            at: vec![180, 190, 200, 210],
+            steps: 10,
+        };
+        let paths = flat_paths(&origins, 0.5);
+        let mut first = paths[0].point.clone();
+        snap_to_floor(&y[..180], 40.0, 0.0, &mut first);
+        assert!(first.iter().all(|v| *v == 0.0), "the snap fires: {first:?}");
+        assert!(!snap_validated(&y, 40.0, 0.0, &origins, &paths));
     }
 
     #[test]

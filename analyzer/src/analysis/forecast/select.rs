@@ -256,7 +256,10 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     } else {
         model
     };
-    match dominant {
+    // a season's floor only where validation would have gained by it
+    let snapped = dominant
+        .filter(|s| floor::snap_validated(y, s.period(), bounds.lower, &origins, &choice.paths));
+    match snapped {
         Some(season) => floor::snap_to_floor(y, season.period(), bounds.lower, &mut path.point),
         None => floor::snap_flat_to_floor(y, bounds.lower, &mut path.point),
     }
