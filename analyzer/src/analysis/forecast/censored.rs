@@ -76,6 +76,24 @@ pub fn snap_censored(y: &[f64], period: f64, floor: f64, sd: &[f64], point: &mut
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::fixtures::recorded;
+    use crate::analysis::forecast::{forecast, ForecastConfig};
+
+    #[test]
+    fn a_job_that_never_idled_in_validation_is_not_snapped_to_its_floor() {
+        // The H100's utilization under a job with a 40 s cycle (run3), 426 s of it:
+        // it reached 0 at some phases, but in the next minute it never goes below 0.01.
+        // Snapped without asking validation, ten of the 60 steps were forecast at 0.
+        let series = recorded("run3", "gpu_utilization", 426);
+        let config = ForecastConfig {
+            horizon_steps: 60,
+            step_seconds: Some(1.0),
+            ..ForecastConfig::default()
+        };
+        let f = forecast(&series, &config).expect("forecast");
+        let on_floor = f.point.iter().filter(|v| **v == 0.0).count();
+        assert_eq!(on_floor, 0, "{:?}", f.point);
+    }
 
     /// A 10-step cycle clamped at 0: phases 0-2 on the floor in some cycles, just off
     /// it in the others; the rest well above.

@@ -43,17 +43,8 @@ pub fn snap_validated(
     origins: &Origins,
     paths: &[Path],
 ) -> bool {
-    let snapped: Vec<Path> = origins
-        .at
-        .iter()
-        .zip(paths)
-        .map(|(&o, p)| {
-            let mut p = p.clone();
-            snap_to_floor(&y[..o], period, floor, &mut p.point);
-            p
-        })
-        .collect();
-    validation::mae(y, &origins.at, &snapped) <= validation::mae(y, &origins.at, paths)
+    let snap = |data: &[f64], p: &mut Path| snap_to_floor(data, period, floor, &mut p.point);
+    validation::adjustment_holds(y, origins, paths, &snap)
 }
 
 /// Without a season: where `y` ends on `floor` and sat on it in most of its last

@@ -265,8 +265,13 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     }
     if let Some(season) = dominant {
         let k = validation::calibration(&choice.standardised, 0.80, intervals::z(0.80));
-        let sd: Vec<f64> = path.var.iter().map(|v| k * v.max(0.0).sqrt()).collect();
-        censored::snap_censored(y, season.period(), bounds.lower, &sd, &mut path.point);
+        let snap = |data: &[f64], p: &mut Path| {
+            let sd: Vec<f64> = p.var.iter().map(|v| k * v.max(0.0).sqrt()).collect();
+            censored::snap_censored(data, season.period(), bounds.lower, &sd, &mut p.point);
+        };
+        if validation::adjustment_holds(y, &origins, &choice.paths, &snap) {
+            snap(y, &mut path);
+        }
     }
     let band = |coverage: f64, z: f64| {
         let k = validation::calibration(&choice.standardised, coverage, z) * z;

@@ -315,6 +315,29 @@ pub(super) fn mae(y: &[f64], origins: &[usize], paths: &[Path]) -> f64 {
     mae_without(y, origins, paths, None)
 }
 
+/// Whether `adjust`, given the data before each origin and the choice's path from it,
+/// errs no more at `origins` of `y` than `paths` as they are: a rule applied after the
+/// choice (a snap to the floor) is no model that validation chose, and must earn its
+/// place as one would.
+pub(super) fn adjustment_holds(
+    y: &[f64],
+    origins: &Origins,
+    paths: &[Path],
+    adjust: &dyn Fn(&[f64], &mut Path),
+) -> bool {
+    let adjusted: Vec<Path> = origins
+        .at
+        .iter()
+        .zip(paths)
+        .map(|(&o, p)| {
+            let mut p = p.clone();
+            adjust(&y[..o], &mut p);
+            p
+        })
+        .collect();
+    mae(y, &origins.at, &adjusted) <= mae(y, &origins.at, paths)
+}
+
 /// [`mae`] with origin `held` (if any) left out.
 pub(super) fn mae_without(
     y: &[f64],
