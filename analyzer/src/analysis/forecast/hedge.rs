@@ -44,17 +44,11 @@ pub fn worth_it(y: &[f64], choice: &Choice, origins: &Origins, post: &dyn Fn(&mu
         return false;
     }
     let hedged_mae = |paths: &[Path]| {
-        let hedged: Vec<Path> = origins
-            .at
-            .iter()
-            .zip(paths)
-            .map(|(&o, p)| {
-                let mut p = p.clone();
-                hedge(&y[..o], &mut p.point);
-                post(&mut p);
-                p
-            })
-            .collect();
+        let adjust = |data: &[f64], p: &mut Path| {
+            hedge(data, &mut p.point);
+            post(p);
+        };
+        let hedged = validation::adjusted(y, &origins.at, paths, &adjust);
         validation::mae(y, &origins.at, &hedged)
     };
     if !choice.held_out.is_empty() {

@@ -315,18 +315,15 @@ pub(super) fn mae(y: &[f64], origins: &[usize], paths: &[Path]) -> f64 {
     mae_without(y, origins, paths, None)
 }
 
-/// Whether `adjust`, given the data before each origin and the choice's path from it,
-/// errs no more at `origins` of `y` than `paths` as they are: a rule applied after the
-/// choice (a snap to the floor) is no model that validation chose, and must earn its
-/// place as one would.
-pub(super) fn adjustment_holds(
+/// `paths` (one from each of `origins` of `y`), each adjusted by `adjust` given the
+/// data before its origin: what an adjustment of the choice would have forecast there.
+pub(super) fn adjusted(
     y: &[f64],
-    origins: &Origins,
+    origins: &[usize],
     paths: &[Path],
     adjust: &dyn Fn(&[f64], &mut Path),
-) -> bool {
-    let adjusted: Vec<Path> = origins
-        .at
+) -> Vec<Path> {
+    origins
         .iter()
         .zip(paths)
         .map(|(&o, p)| {
@@ -334,7 +331,19 @@ pub(super) fn adjustment_holds(
             adjust(&y[..o], &mut p);
             p
         })
-        .collect();
+        .collect()
+}
+
+/// Whether `adjust` ([`adjusted`]) errs no more at `origins` of `y` than `paths` as they
+/// are: a rule applied after the choice (a snap to the floor) is no model that
+/// validation chose, and must earn its place as one would.
+pub(super) fn adjustment_holds(
+    y: &[f64],
+    origins: &Origins,
+    paths: &[Path],
+    adjust: &dyn Fn(&[f64], &mut Path),
+) -> bool {
+    let adjusted = adjusted(y, &origins.at, paths, adjust);
     mae(y, &origins.at, &adjusted) <= mae(y, &origins.at, paths)
 }
 
