@@ -119,7 +119,7 @@ mod tests {
         assert!(unbounded.iter().all(|v| *v == 0.1));
     }
 
-    /// The choice's paths from `origins` (10 steps each), all at `level`.
+    /// The choice's paths from `origins` (`origins.steps` each), all at `level`.
     fn flat_paths(origins: &Origins, level: f64) -> Vec<Path> {
         let path = Path {
             point: vec![level; origins.steps],
