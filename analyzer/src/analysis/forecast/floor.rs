@@ -47,6 +47,31 @@ pub fn snap_validated(
     validation::adjustment_holds(y, origins, paths, &snap)
 }
 
+/// The floor rules on the chosen forecast `point` after `y`: the floor phases of
+/// `period` where validation gains by them ([`snap_validated`], the choice's `paths`
+/// from `origins`), else the floor without a season ([`snap_flat_to_floor`]).
+/// Validation is asked only where the two rules disagree: most forecasts are left
+/// alone by both.
+pub fn snap_forecast(
+    y: &[f64],
+    period: Option<f64>,
+    floor: f64,
+    origins: &Origins,
+    paths: &[Path],
+    point: &mut [f64],
+) {
+    let mut flat = point.to_vec();
+    snap_flat_to_floor(y, floor, &mut flat);
+    if let Some(period) = period {
+        let mut by_phase = point.to_vec();
+        snap_to_floor(y, period, floor, &mut by_phase);
+        if by_phase == flat || snap_validated(y, period, floor, origins, paths) {
+            flat = by_phase;
+        }
+    }
+    point.copy_from_slice(&flat);
+}
+
 /// Without a season: where `y` ends on `floor` and sat on it in most of its last
 /// `point.len()` steps (at least [`MIN_RUN`]), the whole forecast is the floor, the
 /// median of such a series (a process idle but for short bursts), which a smoothed

@@ -105,6 +105,11 @@ pub fn moves_in_steps(y: &[f64]) -> bool {
 /// from 0.9900 to 0.9748 of naive's MAE and the nodes busy from 0.9855 to 0.9740
 /// (`docs/validation/analyzer/forecast-eval-session50.md`).
 pub fn hedge(y: &[f64], point: &mut [f64]) {
+    hedge_by(y, point, true);
+}
+
+/// [`hedge`], with the analogues where `with_analogues` (where they are enough).
+fn hedge_by(y: &[f64], point: &mut [f64], with_analogues: bool) {
     if y.is_empty() {
         return;
     }
@@ -116,7 +121,9 @@ pub fn hedge(y: &[f64], point: &mut [f64]) {
     // analogues nearer the last value than half way to the centre: the others are
     // nearer the series' usual course, which the reversion already stands for
     let last = y[y.len() - 1];
-    let analogues = analog::analogues(y, h, (centre - last).abs() / 2.0);
+    let analogues = with_analogues
+        .then(|| analog::analogues(y, h, (centre - last).abs() / 2.0))
+        .flatten();
     for (j, p) in point.iter_mut().enumerate() {
         let reverted = centre + (level - centre) * 0.5f64.powf((j + 1) as f64 / half_life);
         *p = match &analogues {
@@ -219,12 +226,7 @@ mod tests {
         assert!(held[287] > 30.0 && held[287] < 45.0, "{}", held[287]);
         // without the analogues, the level and the choice outvote the reversion
         let mut three = vec![50.0; 288];
-        let (level, centre) = (50.0, 30.0);
-        let half_life = half_life(&y, centre, 288);
-        for (j, p) in three.iter_mut().enumerate() {
-            let reverted = centre + (level - centre) * 0.5f64.powf((j + 1) as f64 / half_life);
-            *p = median_of_three(*p, level, reverted);
-        }
+        hedge_by(&y, &mut three, false);
         assert_eq!(three[287], 50.0);
     }
 

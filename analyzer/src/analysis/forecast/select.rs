@@ -256,34 +256,27 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
     } else {
         model
     };
-    // A season's floor only where validation would have gained by it, else the floor
-    // without a season. Validation is asked only where the answer changes the forecast:
-    // most forecasts are left alone by both rules.
-    let mut flat = path.point.clone();
-    floor::snap_flat_to_floor(y, bounds.lower, &mut flat);
-    if let Some(season) = dominant {
-        let mut by_phase = path.point.clone();
-        floor::snap_to_floor(y, season.period(), bounds.lower, &mut by_phase);
-        let period = season.period();
-        let validated = || floor::snap_validated(y, period, bounds.lower, &origins, &choice.paths);
-        if by_phase == flat || validated() {
-            flat = by_phase;
-        }
-    }
-    path.point = flat;
-    if let Some(season) = dominant {
+    // the floor rules, each where validation gains by it
+    let period = dominant.map(|s| s.period());
+    floor::snap_forecast(
+        y,
+        period,
+        bounds.lower,
+        &origins,
+        &choice.paths,
+        &mut path.point,
+    );
+    if let Some(period) = period {
         let k = validation::calibration(&choice.standardised, 0.80, intervals::z(0.80));
-        let snap = |data: &[f64], p: &mut Path| {
-            let sd: Vec<f64> = p.var.iter().map(|v| k * v.max(0.0).sqrt()).collect();
-            censored::snap_censored(data, season.period(), bounds.lower, &sd, &mut p.point);
-        };
-        let mut snapped = path.clone();
-        snap(y, &mut snapped);
-        if snapped.point != path.point
-            && validation::adjustment_holds(y, &origins, &choice.paths, &snap)
-        {
-            path = snapped;
-        }
+        censored::snap_validated(
+            y,
+            period,
+            bounds.lower,
+            k,
+            &origins,
+            &choice.paths,
+            &mut path,
+        );
     }
     let band = |coverage: f64, z: f64| {
         let k = validation::calibration(&choice.standardised, coverage, z) * z;
