@@ -238,10 +238,11 @@ fn fundamental(periods: &[f64], step: f64, n: usize) -> Option<f64> {
 
 /// Whether `p` steps is a side line of the calendar's day at `step` seconds in `n`
 /// points: within [`SIDE_LINE_WEEKS`] of a week's frequency of the day or one of its
-/// harmonics (up to [`MAX_HARMONIC`]) and not on it. A day whose height changes from week to week (a
-/// commuter count's weekends, a spell of weather) splits into lines beside the day and
-/// its harmonics (22.9 and 25.2 hours beside 24 on Seattle's bicycle counts); modelled
-/// in front of the calendar's seasons, two such lines took the week's place.
+/// harmonics (up to [`MAX_HARMONIC`]) and not on it. A day whose height changes from
+/// week to week (a commuter count's weekends, a spell of weather) splits into lines
+/// beside the day and its harmonics (22.9 and 25.2 hours beside 24 on Seattle's
+/// bicycle counts); modelled in front of the calendar's seasons, two such lines took
+/// the week's place.
 fn side_line(p: f64, step: f64, n: usize) -> bool {
     let day = CALENDAR_SECONDS[0] / step;
     if !on_calendar(CALENDAR_SECONDS[0], step) || !fits(n, day) || p <= 0.0 {
@@ -649,7 +650,8 @@ mod tests {
         assert_eq!(seasons.dominant().map(|s| s.period()), Some(24.0));
         // lines a week's frequency from the day or its harmonics (21 = 1 / (1/24 +
         // 1/168), 11.2 = 168 / 15); never the day, its harmonics, the week, or lines
-        // half way between two harmonics; nothing where the day does not fit twice
+        // further off (9.6 is half way between two harmonics); nothing where the day
+        // does not fit twice
         for p in [22.93, 25.18, 21.0, 28.0, 11.2, 8.4] {
             assert!(side_line(p, 3600.0, n), "{p}");
         }
