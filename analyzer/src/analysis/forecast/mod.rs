@@ -320,14 +320,11 @@ fn seasons_of(y: &[f64], step: f64, config: &ForecastConfig) -> Seasons {
                 .iter()
                 .any(|&c| fits(y.len(), c) && harmonic(p, c, 0.0))
         };
-        // the dominant period stays first whatever it is; the others that are a
-        // harmonic of a longer one or a side line of the day go behind the calendar
-        let behind = |(i, &p): (usize, &f64)| longer(p) || (i > 0 && side_line(p, step, y.len()));
-        let (back, front): (Vec<_>, Vec<_>) = periods.iter().enumerate().partition(|&x| behind(x));
-        (harmonics, periods) = (
-            back.into_iter().map(|(_, &p)| p).collect(),
-            front.into_iter().map(|(_, &p)| p).collect(),
-        );
+        // a harmonic of a longer period, or a side line of the day other than the
+        // dominant period, goes behind the calendar
+        let dominant = periods.first().copied();
+        let behind = |p: f64| longer(p) || (Some(p) != dominant && side_line(p, step, y.len()));
+        (harmonics, periods) = periods.iter().partition(|&&p| behind(p));
         if let Some(day) = fundamental(&periods, step, y.len()) {
             // the periods left (the day's harmonics, their weekly side lines) go behind
             // the calendar's seasons, the strongest first
