@@ -45,6 +45,7 @@ mod select;
 pub mod shape_change;
 pub mod spikes;
 pub mod threshold;
+pub mod usual_day;
 pub mod validation;
 pub mod young;
 
