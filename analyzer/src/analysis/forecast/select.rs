@@ -608,12 +608,7 @@ mod tests {
             let (history, future) = y.split_at(2016);
             let f = forecast_steps(history, 300.0, 288);
             let median = candidates::median(history.to_vec());
-            total += f
-                .point
-                .iter()
-                .zip(future)
-                .map(|(p, a)| (p - a).abs())
-                .sum::<f64>();
+            total += summed_error(&f.point, future);
             by_median += future.iter().map(|a| (median - a).abs()).sum::<f64>();
         }
         assert!(
@@ -900,12 +895,7 @@ mod tests {
             }
             let last = history[history.len() - 1];
             used += 1;
-            error += f
-                .point
-                .iter()
-                .zip(future)
-                .map(|(p, v)| (p - v).abs())
-                .sum::<f64>();
+            error += summed_error(&f.point, future);
             naive_error += future.iter().map(|v| (last - v).abs()).sum::<f64>();
         }
         assert!(used >= 3, "the usual day was used for {used} seeds");
@@ -913,6 +903,11 @@ mod tests {
             error < 0.9 * naive_error,
             "{used} seeds: {error} against naive's {naive_error}"
         );
+    }
+
+    /// The absolute errors of `point` against `truth`, summed.
+    fn summed_error(point: &[f64], truth: &[f64]) -> f64 {
+        point.iter().zip(truth).map(|(p, a)| (p - a).abs()).sum()
     }
 
     /// The forecast of a day (288 steps) after `y`, sampled every 5 min.
