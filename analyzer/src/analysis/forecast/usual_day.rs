@@ -1,15 +1,15 @@
 //! The usual day beside naive. Where validation chose to hold the last value, a cluster
 //! may still follow a day that four blocks did not show clearly enough to beat naive on
 //! their total: real job logs of batch clusters, whose busy hours come back daily,
-//! were forecast by naive in a quarter of their windows where half of the last value
-//! and half the median of the same hour over the last week erred 0.81-0.87 of naive's
-//! MAE (`docs/validation/analyzer/forecast-swf-session53.md`). On a simulated cluster
+//! were forecast by naive in a fifth to a quarter of their windows, where half of the
+//! last value and half the median of the same hour over the last week erred 0.81-0.87
+//! of naive's MAE (`docs/validation/analyzer/forecast-swf-session53.md`). On a simulated cluster
 //! whose level moves with the users who join and leave, the same mean errs far more
 //! than naive; there it loses to naive in some validation block. So the mean replaces
 //! naive only where it beat naive in every block and the last value is not a state
 //! held for hours ([`applies`]).
 
-use super::candidates::same_phase;
+use super::candidates::{middle, same_phase};
 use super::pinned::trailing_run;
 use super::validation::Origins;
 
@@ -39,14 +39,7 @@ pub fn forecast(y: &[f64], m: f64, h: usize) -> Vec<f64> {
             if same.is_empty() {
                 return last;
             }
-            same.sort_unstable_by(f64::total_cmp);
-            let k = same.len();
-            let median = if k % 2 == 1 {
-                same[k / 2]
-            } else {
-                0.5 * (same[k / 2 - 1] + same[k / 2])
-            };
-            0.5 * (last + median)
+            0.5 * (last + middle(&mut same))
         })
         .collect()
 }
