@@ -2,12 +2,12 @@
 //! may still follow a day that four blocks did not show clearly enough to beat naive on
 //! their total: real job logs of batch clusters, whose busy hours come back daily,
 //! were forecast by naive in a fifth to a quarter of their windows, where half of the
-//! last value and half the median of the same hour over the last week erred 0.81-0.87
-//! of naive's MAE (`docs/validation/analyzer/forecast-swf-session53.md`). On a simulated cluster
-//! whose level moves with the users who join and leave, the same mean errs far more
-//! than naive; there it loses to naive in some validation block. So the mean replaces
-//! naive only where it beat naive in every block and the last value is not a state
-//! held for hours ([`applies`]).
+//! last value and half the median of the same hour over the last week erred 0.81-0.83
+//! of naive's MAE (`docs/validation/analyzer/forecast-swf-session53.md`). On a
+//! simulated cluster whose level moves with the users who join and leave, the same
+//! mean errs far more than naive; there it loses to naive in some validation block. So
+//! the mean replaces naive only where it beat naive in every block and the last value
+//! is not a state held for hours ([`applies`]).
 
 use super::candidates::{middle, same_phase};
 use super::pinned::trailing_run;
