@@ -52,8 +52,11 @@ def read_log(path):
         fields = line.split()
         if len(fields) < 8:
             sys.exit(f"{path}:{number}: {len(fields)} fields, SWF has 18")
-        submit, wait, run = float(fields[1]), float(fields[2]), float(fields[3])
-        procs = int(float(fields[4])) if float(fields[4]) > 0 else int(float(fields[7]))
+        try:
+            submit, wait, run = float(fields[1]), float(fields[2]), float(fields[3])
+            procs = int(float(fields[4])) if float(fields[4]) > 0 else int(float(fields[7]))
+        except ValueError as e:
+            sys.exit(f"{path}:{number}: {e}; SWF fields are numbers")
         if run <= 0 or procs <= 0 or submit < 0:
             continue
         begin = submit + max(wait, 0.0)

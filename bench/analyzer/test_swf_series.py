@@ -58,6 +58,16 @@ class Logs(unittest.TestCase):
         self.assertIn("T-1.swf.gz", str(stop.exception))
         self.assertIn("UnixStartTime", str(stop.exception))
 
+    def test_a_field_that_is_no_number_is_refused_with_its_line(self):
+        with tempfile.TemporaryDirectory() as d:
+            bad = job(2, "x", 0, 10, 1, 1)
+            path = self.write(d, HEADER + job(1, 0, 0, 10, 1, 1) + "\n" + bad + "\n")
+            with self.assertRaises(SystemExit) as stop:
+                swf_series.read_log(path)
+        # three header lines, a good job, then the bad one
+        self.assertIn("T-1.swf.gz:5", str(stop.exception))
+        self.assertIn("'x'", str(stop.exception))
+
     def test_users_are_split_into_virtual_clusters_sized_by_their_peak(self):
         jobs = [(0.0, 10.0, 3, 1), (5.0, 20.0, 4, 3), (0.0, 50.0, 2, 2)]
         parts = swf_series.virtual_clusters(jobs, 2)
