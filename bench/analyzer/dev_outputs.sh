@@ -4,7 +4,7 @@
 # docs/benchmarks.md: forecast-eval's 24 development seeds, forecast-fresh's 28, the
 # H100 recordings, the tenants set's seeds 1-6; and, where their folders are given as
 # laid out by real_hourly.sh, public_series.py and swf_series.py, the real ones'
-# development halves). Two runs at a time; about 11 minutes on 2 cores.
+# development halves). Two runs at a time; 8-9 minutes on 2 cores (session 53).
 #
 #   bench/analyzer/dev_outputs.sh BENCH OUT [REAL_DEV_DIR...]
 #   python3 bench/analyzer/compare_runs.py OUT_BEFORE OUT_AFTER

@@ -132,10 +132,13 @@ def main():
 def write_pieces(args, name, unix, jobs, size, t_end):
     """Every piece of one (virtual) cluster's series, in each class's folder."""
     piece = args.piece_days * 86_400
-    for k in range(int(t_end // piece)):
+    pieces = int(t_end // piece)
+    # each step's samples once over the whole log; a piece reads its stretch of them
+    rows_at = {step: sample(jobs, size, step, pieces * piece) for step in STEPS}
+    for k in range(pieces):
         step = STEPS[(k // 2) % 2]
         half = "dev" if k % 2 == 0 else "held"
-        rows = sample(jobs, size, step, (k + 1) * piece)
+        rows = rows_at[step]
         first = k * piece // step
         for c, cls in enumerate(CLASSES):
             folder = args.out / half / cls

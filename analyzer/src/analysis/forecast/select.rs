@@ -251,7 +251,7 @@ pub fn forecast_validated(y: &[f64], seasons: &Seasons, h: usize) -> Forecast {
         p.point.fill(level);
         (p, "memoryless-median".to_string())
     } else if let Some(day) =
-        day.filter(|&day| naive && !hedged && usual_day::applies(y, day, &origins))
+        day.filter(|&day| naive && !hedged && usual_day::applies(y, day, &origins, &choice.paths))
     {
         // naive's bands, which validation calibrated, around the usual day
         let mut p = forecast_choice(y, h);

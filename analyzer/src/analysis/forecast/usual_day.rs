@@ -9,9 +9,9 @@
 //! the mean replaces naive only where it beat naive in every block and the last value
 //! is not a state held for hours ([`applies`]).
 
-use super::candidates::{middle, same_phase};
+use super::candidates::{middle, same_phase, Path};
 use super::pinned::trailing_run;
-use super::validation::Origins;
+use super::validation::{self, Origins};
 
 /// Days the median of the same hour looks back over: a week.
 pub const USUAL_DAY_CYCLES: usize = 7;
@@ -21,11 +21,12 @@ pub const USUAL_DAY_CYCLES: usize = 7;
 /// naive's MAE after a hold under a quarter of a day and 1.17 after a longer one.
 pub const HELD_SHARE: usize = 4;
 
-/// Whether the usual day of `day` steps replaces a naive choice on `y`: its last value
-/// held under a day / [`HELD_SHARE`], and the mean beat naive in every block.
-pub fn applies(y: &[f64], day: f64, origins: &Origins) -> bool {
+/// Whether the usual day of `day` steps replaces a naive choice on `y`, whose
+/// validation forecasts from `origins` are `naive`: its last value held under a day /
+/// [`HELD_SHARE`], and the mean beat naive in every block.
+pub fn applies(y: &[f64], day: f64, origins: &Origins, naive: &[Path]) -> bool {
     (trailing_run(y) as f64) < day / HELD_SHARE as f64
-        && beats_naive_in_every_block(y, day, origins)
+        && beats_naive_in_every_block(y, day, origins, naive)
 }
 
 /// For each of `h` steps after `y`: the mean of the last value and the median of the
@@ -44,32 +45,27 @@ pub fn forecast(y: &[f64], m: f64, h: usize) -> Vec<f64> {
         .collect()
 }
 
-/// Whether [`forecast`] erred less than holding the last value in every validation
-/// block of `origins` (and there were at least two blocks).
-pub fn beats_naive_in_every_block(y: &[f64], m: f64, origins: &Origins) -> bool {
-    let blocks = origins
-        .at
-        .iter()
-        .filter(|&&at| at + origins.steps <= y.len());
-    let mut count = 0;
-    for &at in blocks {
-        let (train, truth) = (&y[..at], &y[at..at + origins.steps]);
-        let last = train[train.len() - 1];
-        let naive: f64 = truth.iter().map(|v| (v - last).abs()).sum();
-        let usual = forecast(train, m, origins.steps);
-        let error: f64 = truth.iter().zip(&usual).map(|(v, p)| (v - p).abs()).sum();
-        if error >= naive {
-            return false;
-        }
-        count += 1;
-    }
-    count >= 2
+/// Whether [`forecast`] erred less than `naive` (holding the last value, validation's
+/// forecasts from `origins`) in every block, and there were at least two.
+pub fn beats_naive_in_every_block(y: &[f64], m: f64, origins: &Origins, naive: &[Path]) -> bool {
+    let usual = |data: &[f64], p: &mut Path| p.point = forecast(data, m, p.point.len());
+    validation::adjustment_wins_every_block(y, origins, naive, &usual)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::fixtures::Noise;
+
+    /// Naive's validation forecasts: the value before each origin, held.
+    fn naive(y: &[f64], origins: &Origins) -> Vec<Path> {
+        let held = |o: usize| vec![y[o - 1]; origins.steps];
+        let path = |&o: &usize| Path {
+            point: held(o),
+            var: vec![0.0; origins.steps],
+        };
+        origins.at.iter().map(path).collect()
+    }
 
     /// Hourly values for `days` days around 20 with uniform noise of ±1.5, `busy`
     /// higher in the busy hours of each day (steps 8-17 of 24).
@@ -103,7 +99,12 @@ mod tests {
     fn a_day_that_validation_saw_in_every_block_is_used() {
         let y = hourly(14, 6.0, 7);
         let origins = Origins::plan(y.len(), 24, 48).unwrap();
-        assert!(beats_naive_in_every_block(&y, 24.0, &origins));
+        assert!(beats_naive_in_every_block(
+            &y,
+            24.0,
+            &origins,
+            &naive(&y, &origins)
+        ));
     }
 
     #[test]
@@ -114,7 +115,12 @@ mod tests {
         let mut y = hourly(14, 6.0, 7);
         y[11 * 24..].iter_mut().for_each(|v| *v += 40.0);
         let origins = Origins::plan(y.len(), 24, 48).unwrap();
-        assert!(!beats_naive_in_every_block(&y, 24.0, &origins));
+        assert!(!beats_naive_in_every_block(
+            &y,
+            24.0,
+            &origins,
+            &naive(&y, &origins)
+        ));
     }
 
     #[test]
@@ -124,9 +130,14 @@ mod tests {
         let n = y.len();
         y[n - 6..].fill(20.0);
         let origins = Origins::plan(n, 24, 48).unwrap();
-        assert!(beats_naive_in_every_block(&y, 24.0, &origins));
-        assert!(!applies(&y, 24.0, &origins));
+        assert!(beats_naive_in_every_block(
+            &y,
+            24.0,
+            &origins,
+            &naive(&y, &origins)
+        ));
+        assert!(!applies(&y, 24.0, &origins, &naive(&y, &origins)));
         y[n - 5] = 21.0;
-        assert!(applies(&y, 24.0, &origins));
+        assert!(applies(&y, 24.0, &origins, &naive(&y, &origins)));
     }
 }

@@ -347,6 +347,28 @@ pub(super) fn adjustment_holds(
     mae(y, &origins.at, &adjusted) <= mae(y, &origins.at, paths)
 }
 
+/// Whether `adjust` ([`adjusted`]) erred less than `paths` as they are in every block
+/// of at least two `origins` of `y`, each block alone: a rule whose gain must not rest
+/// on one lucky stretch of a total ([`adjustment_holds`]).
+pub(super) fn adjustment_wins_every_block(
+    y: &[f64],
+    origins: &Origins,
+    paths: &[Path],
+    adjust: &dyn Fn(&[f64], &mut Path),
+) -> bool {
+    let adjusted = adjusted(y, &origins.at, paths, adjust);
+    let block_error = |o: usize, p: &Path| -> f64 {
+        let truth = y.iter().skip(o);
+        p.point.iter().zip(truth).map(|(f, v)| (v - f).abs()).sum()
+    };
+    paths.len() >= 2
+        && origins
+            .at
+            .iter()
+            .zip(paths.iter().zip(&adjusted))
+            .all(|(&o, (plain, rule))| block_error(o, rule) < block_error(o, plain))
+}
+
 /// [`mae`] with origin `held` (if any) left out.
 pub(super) fn mae_without(
     y: &[f64],
