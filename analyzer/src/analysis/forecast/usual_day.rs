@@ -67,6 +67,17 @@ mod tests {
         origins.at.iter().map(path).collect()
     }
 
+    /// The hourly series' day and validation (day-long blocks) for the rule: whether
+    /// the usual day beat naive in every block, and whether it applies.
+    fn judged(y: &[f64]) -> (bool, bool) {
+        let origins = Origins::plan(y.len(), 24, 48).unwrap();
+        let naive = naive(y, &origins);
+        (
+            beats_naive_in_every_block(y, 24.0, &origins, &naive),
+            applies(y, 24.0, &origins, &naive),
+        )
+    }
+
     /// Hourly values for `days` days around 20 with uniform noise of ±1.5, `busy`
     /// higher in the busy hours of each day (steps 8-17 of 24).
     fn hourly(days: usize, busy: f64, seed: u64) -> Vec<f64> {
@@ -98,13 +109,7 @@ mod tests {
     #[test]
     fn a_day_that_validation_saw_in_every_block_is_used() {
         let y = hourly(14, 6.0, 7);
-        let origins = Origins::plan(y.len(), 24, 48).unwrap();
-        assert!(beats_naive_in_every_block(
-            &y,
-            24.0,
-            &origins,
-            &naive(&y, &origins)
-        ));
+        assert!(judged(&y).0);
     }
 
     #[test]
@@ -114,13 +119,7 @@ mod tests {
         // after the step
         let mut y = hourly(14, 6.0, 7);
         y[11 * 24..].iter_mut().for_each(|v| *v += 40.0);
-        let origins = Origins::plan(y.len(), 24, 48).unwrap();
-        assert!(!beats_naive_in_every_block(
-            &y,
-            24.0,
-            &origins,
-            &naive(&y, &origins)
-        ));
+        assert!(!judged(&y).0);
     }
 
     #[test]
@@ -129,15 +128,9 @@ mod tests {
         let mut y = hourly(14, 6.0, 7);
         let n = y.len();
         y[n - 6..].fill(20.0);
-        let origins = Origins::plan(n, 24, 48).unwrap();
-        assert!(beats_naive_in_every_block(
-            &y,
-            24.0,
-            &origins,
-            &naive(&y, &origins)
-        ));
-        assert!(!applies(&y, 24.0, &origins, &naive(&y, &origins)));
+        assert!(judged(&y).0);
+        assert!(!judged(&y).1);
         y[n - 5] = 21.0;
-        assert!(applies(&y, 24.0, &origins, &naive(&y, &origins)));
+        assert!(judged(&y).1);
     }
 }
