@@ -42,7 +42,8 @@ pub const DAY_P: f64 = 1e-4;
 /// ranked their hours alike at p of 1e-4 to 5e-2 in most of the series whose
 /// autocorrelation showed the day; random walks, AR(1) at 0.99 and 0.999, white noise,
 /// level steps, trends and jobs arriving at any hour (300 of each, a week at 5 and
-/// 10 min, two weeks at 5 min) passed both in 1% at most (AR(1) at 0.99).
+/// 10 min, two weeks at 5 min) passed both in 1.3% at most (AR(1) at 0.99 over a week
+/// at 5 min: 4 of 300, 1 of them at [`DAY_P`] alone).
 pub const DAY_P_WITH_PEAK: f64 = 5e-2;
 
 /// Least autocorrelation at one day, about the mean, for [`peaks_at_a_day`].
