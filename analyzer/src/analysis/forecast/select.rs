@@ -622,13 +622,15 @@ mod tests {
         // GPUs held by batches of jobs, a week at 5 min (no season detected): the
         // winner of four blocks is hedged toward the current level whatever the blocks
         // said of the hedge (seeds 1 and 7 chose a day's decomposition and a mean with
-        // seasonal-naive, unhedged)
+        // seasonal-naive, unhedged); naive may give way to the usual day (seed 3),
+        // which on 28 of 200 such weeks erred 0.96 of naive's MAE over the next day
         use crate::analysis::fixtures::jobs_held;
         let mut hedged = 0;
         for seed in 1..=12 {
             let y = jobs_held(2016, seed);
             let m = forecast_steps(&y, 300.0, 288).model;
-            assert!(m == "naive" || m.starts_with("hedge("), "seed {seed}: {m}");
+            let naive = m == "naive" || m == "usual-day";
+            assert!(naive || m.starts_with("hedge("), "seed {seed}: {m}");
             hedged += usize::from(m.starts_with("hedge("));
         }
         assert!(hedged > 0, "no choice but naive");

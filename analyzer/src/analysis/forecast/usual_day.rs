@@ -5,9 +5,12 @@
 //! last value and half the median of the same hour over the last week erred 0.81-0.83
 //! of naive's MAE (`docs/validation/analyzer/forecast-swf-session53.md`). On a
 //! simulated cluster whose level moves with the users who join and leave, the same
-//! mean errs far more than naive; there it loses to naive in some validation block. So
-//! the mean replaces naive only where it beat naive in every block and the last value
-//! is not a state held for hours ([`applies`]).
+//! mean errs far more than naive; there it loses to naive in validation blocks. So the
+//! mean replaces naive only where it beat naive in every validation block but one odd
+//! one (of four) and the last value is not a state held for hours ([`applies`]).
+//! Chosen on validation's weighted total instead, it forecast the job logs better
+//! still, but the simulated clusters worse than naive
+//! (`docs/validation/analyzer/usual-day-session54.md`).
 
 use super::candidates::{middle, same_phase, Path};
 use super::pinned::trailing_run;
@@ -23,10 +26,11 @@ pub const HELD_SHARE: usize = 4;
 
 /// Whether the usual day of `day` steps replaces a naive choice on `y`, whose
 /// validation forecasts from `origins` are `naive`: its last value held under a day /
-/// [`HELD_SHARE`], and the mean beat naive in every block.
+/// [`HELD_SHARE`], and the mean beat naive in most blocks
+/// ([`beats_naive_in_most_blocks`]).
 pub fn applies(y: &[f64], day: f64, origins: &Origins, naive: &[Path]) -> bool {
     (trailing_run(y) as f64) < day / HELD_SHARE as f64
-        && beats_naive_in_every_block(y, day, origins, naive)
+        && beats_naive_in_most_blocks(y, day, origins, naive)
 }
 
 /// For each of `h` steps after `y`: the mean of the last value and the median of the
@@ -46,10 +50,11 @@ pub fn forecast(y: &[f64], m: f64, h: usize) -> Vec<f64> {
 }
 
 /// Whether [`forecast`] erred less than `naive` (holding the last value, validation's
-/// forecasts from `origins`) in every block, and there were at least two.
-pub fn beats_naive_in_every_block(y: &[f64], m: f64, origins: &Origins, naive: &[Path]) -> bool {
+/// forecasts from `origins`) in every block of two or three, and in all but one of four
+/// or more.
+pub fn beats_naive_in_most_blocks(y: &[f64], m: f64, origins: &Origins, naive: &[Path]) -> bool {
     let usual = |data: &[f64], p: &mut Path| p.point = forecast(data, m, p.point.len());
-    validation::adjustment_wins_every_block(y, origins, naive, &usual)
+    validation::adjustment_wins_most_blocks(y, origins, naive, &usual)
 }
 
 #[cfg(test)]
@@ -68,12 +73,12 @@ mod tests {
     }
 
     /// The hourly series' day and validation (day-long blocks) for the rule: whether
-    /// the usual day beat naive in every block, and whether it applies.
+    /// the usual day beat naive in most blocks, and whether it applies.
     fn judged(y: &[f64]) -> (bool, bool) {
         let origins = Origins::plan(y.len(), 24, 48).unwrap();
         let naive = naive(y, &origins);
         (
-            beats_naive_in_every_block(y, 24.0, &origins, &naive),
+            beats_naive_in_most_blocks(y, 24.0, &origins, &naive),
             applies(y, 24.0, &origins, &naive),
         )
     }
@@ -110,6 +115,32 @@ mod tests {
     fn a_day_that_validation_saw_in_every_block_is_used() {
         let y = hourly(14, 6.0, 7);
         assert!(judged(&y).0);
+    }
+
+    #[test]
+    fn a_day_that_validation_saw_but_on_one_holiday_is_used() {
+        // the busy hours of the test above, but none two days ago: in that block,
+        // holding the evening's value beat the busy hours the usual day expected
+        let mut y = hourly(14, 6.0, 7);
+        y[12 * 24 + 8..12 * 24 + 18]
+            .iter_mut()
+            .for_each(|v| *v -= 6.0);
+        let origins = Origins::plan(y.len(), 24, 48).unwrap();
+        let naive = naive(&y, &origins);
+        let usual = |data: &[f64], p: &mut Path| p.point = forecast(data, 24.0, p.point.len());
+        let adjusted = validation::adjusted(&y, &origins.at, &naive, &usual);
+        let error = |o: usize, p: &Path| -> f64 {
+            p.point
+                .iter()
+                .zip(&y[o..])
+                .map(|(f, v)| (v - f).abs())
+                .sum()
+        };
+        let lost: Vec<usize> = (0..origins.at.len())
+            .filter(|&k| error(origins.at[k], &adjusted[k]) >= error(origins.at[k], &naive[k]))
+            .collect();
+        assert_eq!(lost, vec![2], "the holiday's block alone is lost");
+        assert_eq!(judged(&y), (true, true));
     }
 
     #[test]
