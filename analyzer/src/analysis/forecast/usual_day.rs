@@ -20,8 +20,9 @@ use super::validation::{self, Origins};
 pub const USUAL_DAY_CYCLES: usize = 7;
 /// The last value held for a day / `HELD_SHARE` steps or more is a state of its own (a
 /// cluster pinned full or idle), not an hour of the usual day: naive stays. On the job
-/// logs' development half, where the mean beat naive in every block, it erred 0.72 of
-/// naive's MAE after a hold under a quarter of a day and 1.17 after a longer one.
+/// logs' development half, where the mean beat naive in every block (session 53's
+/// rule), it erred 0.72 of naive's MAE after a hold under a quarter of a day and 1.17
+/// after a longer one.
 pub const HELD_SHARE: usize = 4;
 
 /// Whether the usual day of `day` steps replaces a naive choice on `y`, whose
