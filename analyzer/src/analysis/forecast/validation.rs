@@ -347,29 +347,31 @@ pub(super) fn adjustment_holds(
     mae(y, &origins.at, &adjusted) <= mae(y, &origins.at, paths)
 }
 
-/// Whether `adjust` ([`adjusted`]) erred less than `paths` as they are block by block,
-/// in every block of two or three `origins` of `y` and in all but one of four or more:
-/// a rule whose gain must not rest on one lucky stretch of a total
-/// ([`adjustment_holds`]), nor fall to one odd day (a holiday, a large job's start).
-pub(super) fn adjustment_wins_most_blocks(
-    y: &[f64],
-    origins: &Origins,
-    paths: &[Path],
-    adjust: &dyn Fn(&[f64], &mut Path),
-) -> bool {
-    let adjusted = adjusted(y, &origins.at, paths, adjust);
-    let block_error = |o: usize, p: &Path| -> f64 {
-        let truth = y.iter().skip(o);
-        p.point.iter().zip(truth).map(|(f, v)| (v - f).abs()).sum()
-    };
-    let lost = origins
-        .at
+/// The absolute errors of each of `paths` against `y` from its origin, summed: one
+/// total a block.
+pub(super) fn block_errors(y: &[f64], origins: &[usize], paths: &[Path]) -> Vec<f64> {
+    origins
         .iter()
-        .zip(paths.iter().zip(&adjusted))
-        .filter(|(&o, (plain, rule))| block_error(o, rule) >= block_error(o, plain))
-        .count();
-    let spared = usize::from(paths.len() >= 4);
-    paths.len() >= 2 && lost <= spared
+        .zip(paths)
+        .map(|(&o, p)| {
+            p.point
+                .iter()
+                .zip(&y[o..])
+                .map(|(f, v)| (v - f).abs())
+                .sum()
+        })
+        .collect()
+}
+
+/// Whether a rule erred less than the plain forecasts block by block (`rule` and
+/// `plain`, [`block_errors`] of the same origins): in every block of two or three and
+/// in all but one of four or more. Its gain must not rest on one lucky stretch of a
+/// total ([`adjustment_holds`]), nor fall to one odd day (a holiday, a large job's
+/// start).
+pub(super) fn wins_most_blocks(rule: &[f64], plain: &[f64]) -> bool {
+    let lost = rule.iter().zip(plain).filter(|(r, p)| r >= p).count();
+    let spared = usize::from(plain.len() >= 4);
+    plain.len() >= 2 && lost <= spared
 }
 
 /// [`mae`] with origin `held` (if any) left out.

@@ -399,8 +399,8 @@ mod tests {
     }
 
     /// `n` steps of 5 min of a cluster's share of GPUs held by jobs of 1-8 of 32 GPUs,
-    /// one arriving in 5% of the steps, `amplitude` more or less by day, for an hour
-    /// to two days (the steps of jobs, no regime pinned for days).
+    /// one arriving in 5% of the steps, `amplitude` more or less by day, for 15 min to
+    /// two and a half days (the steps of jobs, no regime pinned for days).
     fn jobs(seed: u64, amplitude: f64, n: usize) -> Vec<f64> {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let phase: f64 = rng.gen();
